@@ -1,0 +1,133 @@
+/* fovea: the context. It owns the backend and device choice, the streams,
+ * the memory pools, the cuDNN handle and the log callback.
+ *
+ * One context per thread per device: a context and everything made from it
+ * must be used from one thread at a time.
+ */
+#ifndef FOVEA_CONTEXT_H
+#define FOVEA_CONTEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "fovea/status.h"
+#include "fovea/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fv_context fv_context;
+typedef struct fv_pool fv_pool;
+
+typedef enum fv_backend {
+    FV_BACKEND_AUTO = 0, /* CUDA when a usable GPU exists, else CPU */
+    FV_BACKEND_CPU = 1,  /* FP32 reference backend; always available */
+    FV_BACKEND_CUDA = 2  /* CUDA + cuDNN; FV_ERR_NO_DEVICE when unusable */
+} fv_backend;
+
+typedef enum fv_log_level {
+    FV_LOG_ERROR = 0,
+    FV_LOG_WARN = 1,
+    FV_LOG_INFO = 2,
+    FV_LOG_DEBUG = 3
+} fv_log_level;
+
+/* Log callback. msg is a single line without a trailing newline, valid only
+ * during the call. The SDK never prints on its own: without a callback,
+ * messages are dropped. */
+typedef void (*fv_log_fn)(fv_log_level level, const char *msg, void *user);
+
+/* Context flags. */
+enum {
+    /* CPU backend: round the outputs of every op on F32 tensors to FP16
+     * values, and weights too, so the CPU backend mirrors GPU storage
+     * (FP16 tensors, FP32 arithmetic). Ops on F16 tensors always do. */
+    FV_CONTEXT_CPU_ROUND_F16 = 1u << 0
+};
+
+/* Zero means default for every field. */
+typedef struct fv_context_desc {
+    fv_backend backend; /* default AUTO */
+    int device;         /* CUDA device index; default 0 */
+    /* Sizes of the context's own pools, reserved at creation with one
+     * backing allocation each. A pool whose size is 0 gets its default:
+     * device 256 MiB, pinned 64 MiB, host 64 MiB. mapped_pool_bytes
+     * defaults to 0 (no mapped pool) on discrete GPUs and 64 MiB on
+     * integrated ones. On the CPU backend every pool is plain host memory. */
+    size_t device_pool_bytes;
+    size_t pinned_pool_bytes;
+    size_t mapped_pool_bytes;
+    size_t host_pool_bytes;
+    fv_log_fn log;          /* NULL: messages dropped */
+    void *log_user;         /* passed to log */
+    fv_log_level log_level; /* highest level delivered; default ERROR (0) */
+    uint32_t flags;         /* FV_CONTEXT_* */
+    uint32_t reserved[8];   /* must be zero */
+} fv_context_desc;
+
+/* What a context runs on. Strings are NUL-terminated and owned by the
+ * struct (fixed arrays). */
+typedef struct fv_context_info {
+    fv_backend backend;      /* CPU or CUDA, never AUTO */
+    char backend_name[16];   /* "cpu" or "cuda" */
+    char device_name[128];   /* GPU name, or the CPU model */
+    int device_index;        /* CUDA device, -1 on CPU */
+    int sm_major, sm_minor;  /* compute capability, 0 on CPU */
+    int multiprocessors;     /* SMs, or CPU threads online on CPU */
+    int integrated;          /* 1 on integrated GPUs (Jetson), else 0 */
+    int tensor_cores;        /* 1 when the FP16 tensor-core path is usable */
+    char tensor_core_reason[160]; /* why tensor cores are off, "" when on */
+    size_t device_memory_total; /* bytes; host RAM on CPU */
+    size_t device_memory_free;
+    /* Versions as MAJOR*1000+MINOR*10 for CUDA (12060 = 12.6), as cuDNN's
+     * own number for cuDNN (e.g. 91400 = 9.14.0); 0 when absent. */
+    int cuda_runtime_compiled, cuda_runtime_loaded, cuda_driver;
+    int cudnn_compiled, cudnn_loaded;
+    int fovea_built_with_cuda; /* 1 if this library has its CUDA backend */
+    char no_gpu_reason[160];   /* when AUTO chose CPU: why; else "" */
+    uint32_t reserved[16];
+} fv_context_info;
+
+/* Creates a context. desc may be NULL (all defaults). On success *out owns
+ * the context; destroy it with fv_context_destroy.
+ * Returns FV_ERR_BAD_PARAM (out NULL, bad field, reserved not zero),
+ * FV_ERR_NO_DEVICE (CUDA asked but no usable GPU, or no CUDA in this
+ * build), FV_ERR_OUT_OF_MEMORY (a pool could not be reserved), FV_ERR_CUDA,
+ * FV_ERR_CUDNN. */
+fv_status fv_context_create(const fv_context_desc *desc, fv_context **out);
+
+/* Waits for the context's work, frees its pools and handles. NULL is allowed.
+ * Every object made from the context must be destroyed first. */
+void fv_context_destroy(fv_context *ctx);
+
+/* Fills *info. Returns FV_ERR_BAD_PARAM if either is NULL. */
+fv_status fv_context_info_get(const fv_context *ctx, fv_context_info *info);
+
+/* The backend the context runs on (never AUTO). */
+fv_backend fv_context_backend(const fv_context *ctx);
+
+/* Blocks until all work queued on the context's streams has finished; the
+ * first asynchronous error, if any, is returned here. */
+fv_status fv_context_synchronize(fv_context *ctx);
+
+/* The context's own pools (never NULL for a valid context, except
+ * FV_POOL_MAPPED when the context has no mapped pool). */
+typedef enum fv_pool_kind {
+    FV_POOL_DEVICE = 0, /* GPU memory (host memory on the CPU backend) */
+    FV_POOL_PINNED = 1, /* page-locked host memory, fast async copies */
+    FV_POOL_MAPPED = 2, /* page-locked host memory the GPU reads in place (Jetson zero-copy) */
+    FV_POOL_HOST = 3    /* ordinary host memory */
+} fv_pool_kind;
+fv_pool *fv_context_pool(fv_context *ctx, fv_pool_kind kind);
+
+/* Names, static storage: "cpu"/"cuda"/"auto"; "device"/"pinned"/... */
+const char *fv_backend_name(fv_backend b);
+const char *fv_pool_kind_name(fv_pool_kind k);
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+const char *fv_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,158 @@
+/* fovea: operations on tensors.
+ *
+ * Ops run on the context's backend and stream, asynchronously on CUDA.
+ * On the CUDA backend, tensors must live in the DEVICE pool or a MAPPED pool;
+ * tensors in PINNED or HOST pools are refused (copy them first). On the CPU
+ * backend any pool works. Every op computes in FP32; F16 outputs are rounded
+ * to nearest even on store.
+ */
+#ifndef FOVEA_OPS_H
+#define FOVEA_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "fovea/context.h"
+#include "fovea/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- activation ------------------------------------------------------- */
+typedef enum fv_activation {
+    FV_ACT_IDENTITY = 0,
+    FV_ACT_RELU = 1,
+    FV_ACT_CLIPPED_RELU = 2, /* min(max(x, 0), alpha); alpha 0 means 6 (ReLU6) */
+    FV_ACT_SIGMOID = 3,
+    FV_ACT_TANH = 4,
+    FV_ACT_LEAKY_RELU = 5    /* x >= 0 ? x : alpha * x; alpha 0 means 0.01 */
+} fv_activation;
+
+const char *fv_activation_name(fv_activation a);
+
+/* ---- 2-D convolution (cross-correlation, as PyTorch's conv2d) --------- */
+typedef struct fv_conv2d fv_conv2d;
+
+typedef struct fv_conv2d_desc {
+    int n, h, w, c;             /* input shape; n 0 means 1 */
+    int k;                      /* output channels */
+    int r, s;                   /* kernel height, width */
+    int stride_h, stride_w;     /* 0 means 1 */
+    int pad_h, pad_w;           /* zero padding, >= 0 */
+    int dilation_h, dilation_w; /* 0 means 1 */
+    int groups;                 /* 0 means 1; c and k must divide by it */
+    fv_activation activation;
+    float activation_alpha;     /* see fv_activation; 0 means its default */
+    fv_dtype dtype;             /* input and output dtype; default F16 */
+    /* FP32 weights in KCRS order (PyTorch's): K x (C/groups) x R x S.
+     * Required. Copied (and converted) at creation: the caller may free it
+     * after the call. */
+    const float *weights;
+    const float *bias;          /* K values, or NULL for no bias; copied */
+    uint32_t reserved[8];       /* must be zero */
+} fv_conv2d_desc;
+
+/* Plans a convolution: checks the desc, converts and stores the weights in
+ * the context's DEVICE pool. Returns FV_ERR_BAD_PARAM (desc invalid: the
+ * message names the field and value), FV_ERR_NOT_SUPPORTED (the backend
+ * cannot run it), FV_ERR_OUT_OF_MEMORY. */
+fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2d **out);
+void fv_conv2d_destroy(fv_conv2d *op);
+
+/* The output shape (N, P, Q, K) the op produces. Any pointer may be NULL. */
+void fv_conv2d_output_shape(const fv_conv2d *op, int *n, int *h, int *w, int *c);
+
+/* out = act(conv(in, W) + bias). in and out must match the desc's shapes
+ * and dtype and be distinct. No allocation; asynchronous on CUDA.
+ * Returns FV_ERR_BAD_SHAPE, FV_ERR_BAD_PARAM, FV_ERR_CUDA/CUDNN. */
+fv_status fv_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+
+/* Output size of one spatial dimension; 0 if the window does not fit. */
+int fv_conv_output_dim(int in, int kernel, int stride, int pad, int dilation);
+
+/* ---- 2-D pooling ------------------------------------------------------ */
+typedef enum fv_pooling_mode {
+    FV_POOLING_MAX = 0,
+    FV_POOLING_AVG = 1,         /* padding cells excluded from the count */
+    FV_POOLING_AVG_INCLUDE_PAD = 2
+} fv_pooling_mode;
+
+typedef struct fv_pooling_desc {
+    fv_pooling_mode mode;
+    int r, s;                   /* window; required */
+    int stride_h, stride_w;     /* 0 means the window size */
+    int pad_h, pad_w;           /* >= 0, and < the window */
+    uint32_t reserved[4];
+} fv_pooling_desc;
+
+/* out (N, P, Q, C) = pool(in (N, H, W, C)), same dtype. */
+fv_status fv_pooling2d(fv_context *ctx, const fv_pooling_desc *desc, const fv_tensor *in,
+                       fv_tensor *out);
+
+/* ---- elementwise ------------------------------------------------------ */
+/* out = act(a + b); all three of one shape and dtype (F16 or F32); out may
+ * alias a or b. */
+fv_status fv_add(fv_context *ctx, const fv_tensor *a, const fv_tensor *b, fv_tensor *out,
+                 fv_activation act, float act_alpha);
+
+/* ---- pixels <-> tensors ----------------------------------------------- */
+typedef enum fv_pixel_format {
+    FV_PIXEL_GRAY8 = 1, /* 1 byte per pixel */
+    FV_PIXEL_RGB24 = 2, /* R, G, B bytes */
+    FV_PIXEL_BGR24 = 3, /* B, G, R bytes */
+    FV_PIXEL_RGBA32 = 4, /* R, G, B, A bytes (A ignored when packing) */
+    FV_PIXEL_YUYV = 5,  /* 4:2:2 packed Y0 U Y1 V; width even */
+    FV_PIXEL_NV12 = 6   /* Y plane, then interleaved U V plane at half size; width, height even */
+} fv_pixel_format;
+
+const char *fv_pixel_format_name(fv_pixel_format f);
+
+/* An image in memory. On the CUDA backend, data must be device-accessible
+ * (a DEVICE or MAPPED pool carve-out, or any device pointer); on the CPU
+ * backend, host memory. */
+typedef struct fv_image {
+    fv_pixel_format format;
+    int width, height;
+    size_t stride;    /* bytes per row (Y plane for NV12); 0 means dense */
+    void *data;
+    void *uv;         /* NV12 only: the UV plane; NULL means data + stride * height */
+    size_t uv_stride; /* NV12 only: 0 means stride */
+} fv_image;
+
+/* Bytes a dense image of this format and size takes (both NV12 planes). */
+size_t fv_image_bytes(fv_pixel_format format, int width, int height);
+
+typedef struct fv_pack_desc {
+    /* Tensor channels: 0 means the format's natural count (GRAY8: 1; the
+     * others: 3, in R, G, B order; YUV is converted with BT.601 limited
+     * range). 1 from a colour format takes luma (Y for YUV formats,
+     * 0.299 R + 0.587 G + 0.114 B otherwise). */
+    int channels;
+    float scale;  /* value = byte * scale + bias; scale 0 means 1/255 */
+    float bias;
+    uint32_t reserved[4];
+} fv_pack_desc;
+
+/* Pixels -> NHWC tensor (N 1, H height, W width, C channels; F16 or F32).
+ * desc may be NULL (defaults). */
+fv_status fv_image_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst,
+                        const fv_pack_desc *desc);
+
+typedef struct fv_unpack_desc {
+    int absolute;  /* 1: take |x| first (edge filters give signed values) */
+    float scale;   /* byte = clamp(round(x * scale + bias), 0, 255); 0 means 255 */
+    float bias;
+    uint32_t reserved[4];
+} fv_unpack_desc;
+
+/* NHWC tensor (N 1; F16 or F32) -> pixels. dst format GRAY8 takes channel 0
+ * (or the mean of 3 channels when the tensor has 3); RGB24/BGR24/RGBA32 take
+ * channels 0..2 (a 1-channel tensor is replicated; alpha written 255).
+ * YUYV and NV12 outputs are not supported. desc may be NULL. */
+fv_status fv_image_unpack(fv_context *ctx, const fv_tensor *src, fv_image *dst,
+                          const fv_unpack_desc *desc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

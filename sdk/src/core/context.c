@@ -1,0 +1,143 @@
+/* Context: backend choice, pools, log callback, info. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+#define MIB ((size_t)1 << 20)
+
+const char *fv_version(void) {
+    return FV_VERSION_STRING;
+}
+
+const char *fv_backend_name(fv_backend b) {
+    switch (b) {
+    case FV_BACKEND_AUTO: return "auto";
+    case FV_BACKEND_CPU: return "cpu";
+    case FV_BACKEND_CUDA: return "cuda";
+    }
+    return "unknown";
+}
+
+const char *fv_pool_kind_name(fv_pool_kind k) {
+    switch (k) {
+    case FV_POOL_DEVICE: return "device";
+    case FV_POOL_PINNED: return "pinned";
+    case FV_POOL_MAPPED: return "mapped";
+    case FV_POOL_HOST: return "host";
+    }
+    return "unknown";
+}
+
+static fv_status check_desc(const fv_context_desc *d) {
+    FV_REQUIRE(d->backend == FV_BACKEND_AUTO || d->backend == FV_BACKEND_CPU ||
+                   d->backend == FV_BACKEND_CUDA,
+               FV_ERR_BAD_PARAM, "context: backend=%d is not AUTO (0), CPU (1) or CUDA (2)",
+               (int)d->backend);
+    FV_REQUIRE(d->device >= 0, FV_ERR_BAD_PARAM, "context: device=%d must be >= 0", d->device);
+    FV_REQUIRE(d->log_level >= FV_LOG_ERROR && d->log_level <= FV_LOG_DEBUG, FV_ERR_BAD_PARAM,
+               "context: log_level=%d is not in 0..3", (int)d->log_level);
+    FV_REQUIRE((d->flags & ~(uint32_t)FV_CONTEXT_CPU_ROUND_F16) == 0, FV_ERR_BAD_PARAM,
+               "context: unknown flags 0x%x", (unsigned)d->flags);
+    for (size_t i = 0; i < sizeof d->reserved / sizeof d->reserved[0]; i++)
+        FV_REQUIRE(d->reserved[i] == 0, FV_ERR_BAD_PARAM,
+                   "context: reserved[%zu] must be zero", i);
+    return FV_OK;
+}
+
+fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
+    FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_context_create: out is NULL");
+    *out = NULL;
+    fv_context_desc d;
+    memset(&d, 0, sizeof d);
+    if (desc_in) d = *desc_in;
+    FV_TRY(check_desc(&d));
+
+    const fv__backend *be = &fv__backend_cpu;
+    char no_gpu[160] = "";
+    fv_backend chosen = FV_BACKEND_CPU;
+    if (d.backend != FV_BACKEND_CPU) {
+#if FV_BUILT_WITH_CUDA
+        if (fv__cuda_usable(d.device, no_gpu, sizeof no_gpu)) {
+            be = &fv__backend_cuda;
+            chosen = FV_BACKEND_CUDA;
+        }
+#else
+        snprintf(no_gpu, sizeof no_gpu, "this fovea was built without CUDA/cuDNN (CPU-only build)");
+#endif
+        if (chosen != FV_BACKEND_CUDA && d.backend == FV_BACKEND_CUDA)
+            return fv__error(FV_ERR_NO_DEVICE, "context: CUDA backend requested but unusable: %s",
+                             no_gpu);
+    }
+
+    fv_context *ctx = calloc(1, sizeof *ctx);
+    FV_REQUIRE(ctx, FV_ERR_OUT_OF_MEMORY, "context: out of host memory");
+    ctx->backend = chosen;
+    ctx->be = be;
+    ctx->log = d.log;
+    ctx->log_user = d.log_user;
+    ctx->log_level = d.log_level;
+    ctx->flags = d.flags;
+    ctx->info.backend = chosen;
+    snprintf(ctx->info.backend_name, sizeof ctx->info.backend_name, "%s", be->name);
+    ctx->info.device_index = -1;
+    ctx->info.fovea_built_with_cuda = FV_BUILT_WITH_CUDA;
+    if (d.backend == FV_BACKEND_AUTO && chosen == FV_BACKEND_CPU)
+        snprintf(ctx->info.no_gpu_reason, sizeof ctx->info.no_gpu_reason, "%s", no_gpu);
+
+    fv_status s = be->init(ctx, d.device);
+    if (s != FV_OK) {
+        free(ctx);
+        return s;
+    }
+    if (chosen == FV_BACKEND_CPU && d.backend == FV_BACKEND_AUTO)
+        fv__log(ctx, FV_LOG_INFO, "context: AUTO chose the CPU backend: %s", no_gpu);
+
+    size_t sizes[4] = {d.device_pool_bytes ? d.device_pool_bytes : 256 * MIB,
+                       d.pinned_pool_bytes ? d.pinned_pool_bytes : 64 * MIB,
+                       d.mapped_pool_bytes ? d.mapped_pool_bytes
+                                           : (ctx->info.integrated ? 64 * MIB : 0),
+                       d.host_pool_bytes ? d.host_pool_bytes : 64 * MIB};
+    for (int k = 0; k < 4; k++) {
+        if (sizes[k] == 0) continue;
+        s = fv__pool_create(ctx, (fv_pool_kind)k, sizes[k], NULL, &ctx->pools[k]);
+        if (s != FV_OK) {
+            fv__error_prefix(s, "context");
+            fv_context_destroy(ctx);
+            return s;
+        }
+        ctx->pools[k]->owned_by_ctx = 1;
+    }
+    fv__log(ctx, FV_LOG_INFO, "context: backend %s on %s", be->name, ctx->info.device_name);
+    *out = ctx;
+    return FV_OK;
+}
+
+void fv_context_destroy(fv_context *ctx) {
+    if (!ctx) return;
+    ctx->be->synchronize(ctx);
+    for (int k = 0; k < 4; k++) fv__pool_destroy(ctx->pools[k]);
+    ctx->be->fini(ctx);
+    free(ctx);
+}
+
+fv_status fv_context_info_get(const fv_context *ctx, fv_context_info *info) {
+    FV_REQUIRE(ctx && info, FV_ERR_BAD_PARAM, "fv_context_info_get: %s is NULL",
+               ctx ? "info" : "ctx");
+    *info = ctx->info;
+    return FV_OK;
+}
+
+fv_backend fv_context_backend(const fv_context *ctx) {
+    return ctx ? ctx->backend : FV_BACKEND_AUTO;
+}
+
+fv_status fv_context_synchronize(fv_context *ctx) {
+    FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "fv_context_synchronize: ctx is NULL");
+    return ctx->be->synchronize(ctx);
+}
+
+fv_pool *fv_context_pool(fv_context *ctx, fv_pool_kind kind) {
+    if (!ctx || (int)kind < 0 || (int)kind > 3) return NULL;
+    return ctx->pools[kind];
+}

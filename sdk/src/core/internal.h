@@ -1,0 +1,163 @@
+/* fovea internal: object layouts, error helpers, the backend interface.
+ * Not installed. */
+#ifndef FOVEA_INTERNAL_H
+#define FOVEA_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "fovea/fovea.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FV__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define FV__PRINTF(a, b)
+#endif
+
+/* ---- errors and logging ----------------------------------------------- */
+/* Records a formatted message as this thread's last error; returns s. */
+fv_status fv__error(fv_status s, const char *fmt, ...) FV__PRINTF(2, 3);
+/* Prefixes the current last-error message with "what: ". Returns s. */
+fv_status fv__error_prefix(fv_status s, const char *what);
+/* Sends a message to the context's log callback (if any, and if level is
+ * within the context's log level). ctx may be NULL (message dropped). */
+void fv__log(const fv_context *ctx, fv_log_level level, const char *fmt, ...) FV__PRINTF(3, 4);
+
+#define FV_TRY(expr)                                                                               \
+    do {                                                                                           \
+        fv_status fv__s = (expr);                                                                  \
+        if (fv__s != FV_OK) return fv__s;                                                          \
+    } while (0)
+
+/* Return an error with a message when cond is false. */
+#define FV_REQUIRE(cond, status, ...)                                                              \
+    do {                                                                                           \
+        if (!(cond)) return fv__error((status), __VA_ARGS__);                                      \
+    } while (0)
+
+#define FV_ROUND_UP(x, a) ((((x) + (a)-1) / (a)) * (a))
+
+/* ---- objects ------------------------------------------------------------ */
+typedef struct fv__block {
+    size_t offset, size; /* size is a multiple of FV_ALIGN */
+    int used;
+} fv__block;
+
+struct fv_pool {
+    fv_context *ctx;
+    fv_pool_kind kind;
+    char name[48];
+    int owned_by_ctx;
+    unsigned char *base;        /* backing allocation (aligned to FV_ALIGN) */
+    unsigned char *device_base; /* MAPPED: the device alias of base; else base */
+    size_t capacity;
+    fv__block *blocks; /* sorted by offset; covers [0, capacity) */
+    size_t nblocks, max_blocks;
+    fv_pool_stats stats;
+};
+
+struct fv_context {
+    fv_backend backend;
+    const struct fv__backend *be;
+    void *be_state; /* the backend's own state */
+    fv_context_info info;
+    fv_pool *pools[4]; /* by fv_pool_kind; MAPPED may be NULL */
+    fv_log_fn log;
+    void *log_user;
+    fv_log_level log_level;
+    uint32_t flags;
+};
+
+struct fv_tensor {
+    fv_context *ctx;
+    fv_pool *pool;
+    fv_tensor_shape shape;
+    void *data;     /* as carved: host or device address */
+    void *dev_data; /* what a GPU kernel uses (mapped alias for MAPPED pools) */
+};
+
+struct fv_conv2d {
+    fv_context *ctx;
+    fv_conv2d_desc desc; /* normalized: defaults filled; weights/bias NULL */
+    int has_bias;
+    int p, q;            /* output height, width */
+    void *be_state;      /* the backend's plan and weights */
+};
+
+/* True if t lives where the context's backend kernels can read it. */
+bool fv__tensor_usable(const fv_context *ctx, const fv_tensor *t);
+/* Pointer a kernel of the backend uses for t. */
+static inline void *fv__tensor_ptr(const fv_tensor *t) {
+    return t->dev_data;
+}
+
+/* ---- the backend interface -----------------------------------------------
+ * The front end (core/ops.c, core/tensor.c) checks every argument and
+ * fills defaults before it calls a backend, so backends may assume valid,
+ * normalized input: shapes match, dtypes are supported, pointers non-NULL. */
+typedef struct fv__backend {
+    const char *name;
+    /* Sets ctx->be_state and fills ctx->info's device fields. */
+    fv_status (*init)(fv_context *ctx, int device);
+    void (*fini)(fv_context *ctx);
+    fv_status (*synchronize)(fv_context *ctx);
+
+    /* One backing allocation for a pool. *ptr: the address carve-outs use;
+     * *device_alias: the GPU's address for it (MAPPED) or *ptr. Aligned to
+     * at least FV_ALIGN. */
+    fv_status (*mem_reserve)(fv_context *ctx, fv_pool_kind kind, size_t bytes, void **ptr,
+                             void **device_alias);
+    void (*mem_release)(fv_context *ctx, fv_pool_kind kind, void *ptr);
+    /* Zeroes bytes at ptr (of a pool of kind); may synchronize (set-up only). */
+    fv_status (*mem_zero)(fv_context *ctx, fv_pool_kind kind, void *ptr, size_t bytes);
+    /* rows x width bytes, asynchronously on the context's stream; dst and
+     * src may each be host or device addresses. */
+    fv_status (*copy2d)(fv_context *ctx, void *dst, size_t dpitch, const void *src, size_t spitch,
+                        size_t width, size_t rows);
+
+    fv_status (*convert)(fv_context *ctx, fv_tensor *dst, const fv_tensor *src);
+
+    /* weights KCRS FP32 (K x C/groups x R x S), bias K or NULL. */
+    fv_status (*conv2d_create)(fv_conv2d *op, const float *weights, const float *bias);
+    void (*conv2d_destroy)(fv_conv2d *op);
+    fv_status (*conv2d_forward)(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+
+    /* desc normalized (strides filled). */
+    fv_status (*pooling2d)(fv_context *ctx, const fv_pooling_desc *desc, const fv_tensor *in,
+                           fv_tensor *out);
+    /* act_alpha normalized (defaults filled). */
+    fv_status (*add)(fv_context *ctx, const fv_tensor *a, const fv_tensor *b, fv_tensor *out,
+                     fv_activation act, float act_alpha);
+    /* src normalized: stride, uv and uv_stride filled; desc normalized. */
+    fv_status (*pack)(fv_context *ctx, const fv_image *src, fv_tensor *dst, const fv_pack_desc *d);
+    fv_status (*unpack)(fv_context *ctx, const fv_tensor *src, const fv_image *dst,
+                        const fv_unpack_desc *d);
+} fv__backend;
+
+extern const fv__backend fv__backend_cpu;
+#if FV_BUILT_WITH_CUDA
+extern const fv__backend fv__backend_cuda;
+/* Whether a usable CUDA GPU exists (device index given); when not, reason
+ * says why. Never sets the last error. */
+bool fv__cuda_usable(int device, char *reason, size_t reason_size);
+#endif
+
+/* Activation on a float (CPU reference; alpha already normalized). */
+float fv__activate(fv_activation act, float alpha, float x);
+/* The default alpha filled in for alpha == 0. */
+float fv__activation_alpha(fv_activation act, float alpha);
+
+/* Internal pool creation for the context's own pools. */
+fv_status fv__pool_create(fv_context *ctx, fv_pool_kind kind, size_t bytes, const char *name,
+                          fv_pool **out);
+void fv__pool_destroy(fv_pool *pool);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
