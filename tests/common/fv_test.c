@@ -34,11 +34,13 @@ float fv_test_rand_uniform(float lo, float hi) {
 }
 
 void fv_test_fill_uniform(float *x, size_t n, float lo, float hi) {
-    for (size_t i = 0; i < n; i++) x[i] = fv_test_rand_uniform(lo, hi);
+    for (size_t i = 0; i < n; i++)
+        x[i] = fv_test_rand_uniform(lo, hi);
 }
 
 void fv_test_fill_bytes(unsigned char *x, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] = (unsigned char)(fv_test_rand_u64() >> 56);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (unsigned char)(fv_test_rand_u64() >> 56);
 }
 
 double fv_test_rel_l2(const float *out, const float *ref, size_t n) {
@@ -80,8 +82,8 @@ fv_context *fv_test_gpu_context_or_skip(void) {
     }
     fv_context_info info;
     fv_context_info_get(ctx, &info);
-    printf("GPU: %s (sm_%d%d), tensor cores %s%s\n", info.device_name, info.sm_major,
-           info.sm_minor, info.tensor_cores ? "on" : "off ", info.tensor_core_reason);
+    printf("GPU: %s (sm_%d%d), tensor cores %s%s\n", info.device_name, info.sm_major, info.sm_minor,
+           info.tensor_cores ? "on" : "off ", info.tensor_core_reason);
     return ctx;
 }
 

@@ -15,7 +15,7 @@
     do {                                                                                           \
         fv_status fv_t_s = (expr);                                                                 \
         if (fv_t_s != FV_OK)                                                                       \
-            fail_msg("%s -> %s: %s", #expr, fv_status_name(fv_t_s), fv_last_error());             \
+            fail_msg("%s -> %s: %s", #expr, fv_status_name(fv_t_s), fv_last_error());              \
     } while (0)
 
 /* Assert a specific failure status, and that the message contains needle

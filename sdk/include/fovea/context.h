@@ -68,16 +68,16 @@ typedef struct fv_context_desc {
 /* What a context runs on. Strings are NUL-terminated and owned by the
  * struct (fixed arrays). */
 typedef struct fv_context_info {
-    fv_backend backend;      /* CPU or CUDA, never AUTO */
-    char backend_name[16];   /* "cpu" or "cuda" */
-    char device_name[128];   /* GPU name, or the CPU model */
-    int device_index;        /* CUDA device, -1 on CPU */
-    int sm_major, sm_minor;  /* compute capability, 0 on CPU */
-    int multiprocessors;     /* SMs, or CPU threads online on CPU */
-    int integrated;          /* 1 on integrated GPUs (Jetson), else 0 */
-    int tensor_cores;        /* 1 when the FP16 tensor-core path is usable */
+    fv_backend backend;           /* CPU or CUDA, never AUTO */
+    char backend_name[16];        /* "cpu" or "cuda" */
+    char device_name[128];        /* GPU name, or the CPU model */
+    int device_index;             /* CUDA device, -1 on CPU */
+    int sm_major, sm_minor;       /* compute capability, 0 on CPU */
+    int multiprocessors;          /* SMs, or CPU threads online on CPU */
+    int integrated;               /* 1 on integrated GPUs (Jetson), else 0 */
+    int tensor_cores;             /* 1 when the FP16 tensor-core path is usable */
     char tensor_core_reason[160]; /* why tensor cores are off, "" when on */
-    size_t device_memory_total; /* bytes; host RAM on CPU */
+    size_t device_memory_total;   /* bytes; host RAM on CPU */
     size_t device_memory_free;
     /* Versions as MAJOR*1000+MINOR*10 for CUDA (12060 = 12.6), as cuDNN's
      * own number for cuDNN (e.g. 91400 = 9.14.0); 0 when absent. */

@@ -25,7 +25,7 @@ typedef enum fv_activation {
     FV_ACT_CLIPPED_RELU = 2, /* min(max(x, 0), alpha); alpha 0 means 6 (ReLU6) */
     FV_ACT_SIGMOID = 3,
     FV_ACT_TANH = 4,
-    FV_ACT_LEAKY_RELU = 5    /* x >= 0 ? x : alpha * x; alpha 0 means 0.01 */
+    FV_ACT_LEAKY_RELU = 5 /* x >= 0 ? x : alpha * x; alpha 0 means 0.01 */
 } fv_activation;
 
 const char *fv_activation_name(fv_activation a);
@@ -42,14 +42,14 @@ typedef struct fv_conv2d_desc {
     int dilation_h, dilation_w; /* 0 means 1 */
     int groups;                 /* 0 means 1; c and k must divide by it */
     fv_activation activation;
-    float activation_alpha;     /* see fv_activation; 0 means its default */
-    fv_dtype dtype;             /* input and output dtype; default F16 */
+    float activation_alpha; /* see fv_activation; 0 means its default */
+    fv_dtype dtype;         /* input and output dtype; default F16 */
     /* FP32 weights in KCRS order (PyTorch's): K x (C/groups) x R x S.
      * Required. Copied (and converted) at creation: the caller may free it
      * after the call. */
     const float *weights;
-    const float *bias;          /* K values, or NULL for no bias; copied */
-    uint32_t reserved[8];       /* must be zero */
+    const float *bias;    /* K values, or NULL for no bias; copied */
+    uint32_t reserved[8]; /* must be zero */
 } fv_conv2d_desc;
 
 /* Plans a convolution: checks the desc, converts and stores the weights in
@@ -73,15 +73,15 @@ int fv_conv_output_dim(int in, int kernel, int stride, int pad, int dilation);
 /* ---- 2-D pooling ------------------------------------------------------ */
 typedef enum fv_pooling_mode {
     FV_POOLING_MAX = 0,
-    FV_POOLING_AVG = 1,         /* padding cells excluded from the count */
+    FV_POOLING_AVG = 1, /* padding cells excluded from the count */
     FV_POOLING_AVG_INCLUDE_PAD = 2
 } fv_pooling_mode;
 
 typedef struct fv_pooling_desc {
     fv_pooling_mode mode;
-    int r, s;                   /* window; required */
-    int stride_h, stride_w;     /* 0 means the window size */
-    int pad_h, pad_w;           /* >= 0, and < the window */
+    int r, s;               /* window; required */
+    int stride_h, stride_w; /* 0 means the window size */
+    int pad_h, pad_w;       /* >= 0, and < the window */
     uint32_t reserved[4];
 } fv_pooling_desc;
 
@@ -97,12 +97,12 @@ fv_status fv_add(fv_context *ctx, const fv_tensor *a, const fv_tensor *b, fv_ten
 
 /* ---- pixels <-> tensors ----------------------------------------------- */
 typedef enum fv_pixel_format {
-    FV_PIXEL_GRAY8 = 1, /* 1 byte per pixel */
-    FV_PIXEL_RGB24 = 2, /* R, G, B bytes */
-    FV_PIXEL_BGR24 = 3, /* B, G, R bytes */
+    FV_PIXEL_GRAY8 = 1,  /* 1 byte per pixel */
+    FV_PIXEL_RGB24 = 2,  /* R, G, B bytes */
+    FV_PIXEL_BGR24 = 3,  /* B, G, R bytes */
     FV_PIXEL_RGBA32 = 4, /* R, G, B, A bytes (A ignored when packing) */
-    FV_PIXEL_YUYV = 5,  /* 4:2:2 packed Y0 U Y1 V; width even */
-    FV_PIXEL_NV12 = 6   /* Y plane, then interleaved U V plane at half size; width, height even */
+    FV_PIXEL_YUYV = 5,   /* 4:2:2 packed Y0 U Y1 V; width even */
+    FV_PIXEL_NV12 = 6    /* Y plane, then interleaved U V plane at half size; width, height even */
 } fv_pixel_format;
 
 const char *fv_pixel_format_name(fv_pixel_format f);
@@ -113,7 +113,7 @@ const char *fv_pixel_format_name(fv_pixel_format f);
 typedef struct fv_image {
     fv_pixel_format format;
     int width, height;
-    size_t stride;    /* bytes per row (Y plane for NV12); 0 means dense */
+    size_t stride; /* bytes per row (Y plane for NV12); 0 means dense */
     void *data;
     void *uv;         /* NV12 only: the UV plane; NULL means data + stride * height */
     size_t uv_stride; /* NV12 only: 0 means stride */
@@ -128,7 +128,7 @@ typedef struct fv_pack_desc {
      * range). 1 from a colour format takes luma (Y for YUV formats,
      * 0.299 R + 0.587 G + 0.114 B otherwise). */
     int channels;
-    float scale;  /* value = byte * scale + bias; scale 0 means 1/255 */
+    float scale; /* value = byte * scale + bias; scale 0 means 1/255 */
     float bias;
     uint32_t reserved[4];
 } fv_pack_desc;
@@ -139,8 +139,8 @@ fv_status fv_image_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst,
                         const fv_pack_desc *desc);
 
 typedef struct fv_unpack_desc {
-    int absolute;  /* 1: take |x| first (edge filters give signed values) */
-    float scale;   /* byte = clamp(round(x * scale + bias), 0, 255); 0 means 255 */
+    int absolute; /* 1: take |x| first (edge filters give signed values) */
+    float scale;  /* byte = clamp(round(x * scale + bias), 0, 255); 0 means 255 */
     float bias;
     uint32_t reserved[4];
 } fv_unpack_desc;

@@ -22,20 +22,20 @@ extern "C" {
 #define FV_ALIGN 128
 
 typedef struct fv_pool_desc {
-    fv_pool_kind kind;  /* default DEVICE */
-    size_t bytes;       /* capacity; required (> 0) */
-    const char *name;   /* for messages; copied; NULL gives the kind's name */
+    fv_pool_kind kind; /* default DEVICE */
+    size_t bytes;      /* capacity; required (> 0) */
+    const char *name;  /* for messages; copied; NULL gives the kind's name */
     uint32_t reserved[4];
 } fv_pool_desc;
 
 typedef struct fv_pool_stats {
-    size_t reserved;           /* capacity of the backing allocation */
-    size_t in_use;             /* bytes carved out now (aligned sizes) */
-    size_t peak;               /* highest in_use seen */
-    size_t largest_free;       /* largest request that would fit now */
-    uint64_t backing_allocs;   /* backing allocations made: 1 for the life of a pool */
-    uint64_t carve_outs;       /* successful fv_pool_alloc calls */
-    uint64_t failed;           /* requests refused for lack of space */
+    size_t reserved;         /* capacity of the backing allocation */
+    size_t in_use;           /* bytes carved out now (aligned sizes) */
+    size_t peak;             /* highest in_use seen */
+    size_t largest_free;     /* largest request that would fit now */
+    uint64_t backing_allocs; /* backing allocations made: 1 for the life of a pool */
+    uint64_t carve_outs;     /* successful fv_pool_alloc calls */
+    uint64_t failed;         /* requests refused for lack of space */
     uint32_t reserved_[8];
 } fv_pool_stats;
 

@@ -17,12 +17,12 @@ extern "C" {
 typedef enum fv_status {
     FV_OK = 0,
     /* bad parameter: the caller passed something invalid */
-    FV_ERR_BAD_PARAM = 100,  /* NULL where not allowed, value out of range */
-    FV_ERR_BAD_SHAPE = 101,  /* tensor shapes or dtypes do not fit the op */
-    FV_ERR_BAD_STATE = 102,  /* call not valid in the object's current state */
+    FV_ERR_BAD_PARAM = 100, /* NULL where not allowed, value out of range */
+    FV_ERR_BAD_SHAPE = 101, /* tensor shapes or dtypes do not fit the op */
+    FV_ERR_BAD_STATE = 102, /* call not valid in the object's current state */
     /* not supported: valid, but this build, backend or device cannot do it */
     FV_ERR_NOT_SUPPORTED = 200,
-    FV_ERR_NO_DEVICE = 201,  /* no usable GPU (or no CUDA in this build) */
+    FV_ERR_NO_DEVICE = 201, /* no usable GPU (or no CUDA in this build) */
     /* out of memory: a pool or a backing allocation */
     FV_ERR_OUT_OF_MEMORY = 300,
     /* device or library error: CUDA, cuDNN, a codec library */
@@ -31,7 +31,7 @@ typedef enum fv_status {
     FV_ERR_LIBRARY = 402,
     /* I/O: files, cameras, malformed data */
     FV_ERR_IO = 500,
-    FV_ERR_FORMAT = 501,     /* a malformed or unsupported file/frame format */
+    FV_ERR_FORMAT = 501, /* a malformed or unsupported file/frame format */
     /* not ready: try again later */
     FV_ERR_NOT_READY = 600,
     FV_ERR_TIMEOUT = 601,

@@ -12,19 +12,26 @@ const char *fv_version(void) {
 
 const char *fv_backend_name(fv_backend b) {
     switch (b) {
-    case FV_BACKEND_AUTO: return "auto";
-    case FV_BACKEND_CPU: return "cpu";
-    case FV_BACKEND_CUDA: return "cuda";
+    case FV_BACKEND_AUTO:
+        return "auto";
+    case FV_BACKEND_CPU:
+        return "cpu";
+    case FV_BACKEND_CUDA:
+        return "cuda";
     }
     return "unknown";
 }
 
 const char *fv_pool_kind_name(fv_pool_kind k) {
     switch (k) {
-    case FV_POOL_DEVICE: return "device";
-    case FV_POOL_PINNED: return "pinned";
-    case FV_POOL_MAPPED: return "mapped";
-    case FV_POOL_HOST: return "host";
+    case FV_POOL_DEVICE:
+        return "device";
+    case FV_POOL_PINNED:
+        return "pinned";
+    case FV_POOL_MAPPED:
+        return "mapped";
+    case FV_POOL_HOST:
+        return "host";
     }
     return "unknown";
 }
@@ -40,8 +47,7 @@ static fv_status check_desc(const fv_context_desc *d) {
     FV_REQUIRE((d->flags & ~(uint32_t)FV_CONTEXT_CPU_ROUND_F16) == 0, FV_ERR_BAD_PARAM,
                "context: unknown flags 0x%x", (unsigned)d->flags);
     for (size_t i = 0; i < sizeof d->reserved / sizeof d->reserved[0]; i++)
-        FV_REQUIRE(d->reserved[i] == 0, FV_ERR_BAD_PARAM,
-                   "context: reserved[%zu] must be zero", i);
+        FV_REQUIRE(d->reserved[i] == 0, FV_ERR_BAD_PARAM, "context: reserved[%zu] must be zero", i);
     return FV_OK;
 }
 
@@ -116,7 +122,8 @@ fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
 void fv_context_destroy(fv_context *ctx) {
     if (!ctx) return;
     ctx->be->synchronize(ctx);
-    for (int k = 0; k < 4; k++) fv__pool_destroy(ctx->pools[k]);
+    for (int k = 0; k < 4; k++)
+        fv__pool_destroy(ctx->pools[k]);
     ctx->be->fini(ctx);
     free(ctx);
 }

@@ -29,7 +29,7 @@ fv_half fv_f32_to_f16(float x) {
     if (e >= 31) return (fv_half)(sign | 0x7c00u); /* overflow -> inf */
     if (e <= 0) {
         /* subnormal half (or zero): value = man_with_implicit * 2^(e-1-10-13) */
-        if (e < -10) return (fv_half)sign; /* below half the smallest subnormal: +-0 */
+        if (e < -10) return (fv_half)sign;   /* below half the smallest subnormal: +-0 */
         uint32_t m = man | 0x800000u;        /* implicit bit */
         uint32_t shift = (uint32_t)(14 - e); /* 13 + (1 - e) */
         uint32_t half_m = m >> shift;
@@ -68,9 +68,11 @@ float fv_round_f16(float x) {
 }
 
 void fv_f32_to_f16_n(const float *src, fv_half *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = fv_f32_to_f16(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = fv_f32_to_f16(src[i]);
 }
 
 void fv_f16_to_f32_n(const fv_half *src, float *dst, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = fv_f16_to_f32(src[i]);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = fv_f16_to_f32(src[i]);
 }

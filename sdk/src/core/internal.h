@@ -85,8 +85,8 @@ struct fv_conv2d {
     fv_context *ctx;
     fv_conv2d_desc desc; /* normalized: defaults filled; weights/bias NULL */
     int has_bias;
-    int p, q;            /* output height, width */
-    void *be_state;      /* the backend's plan and weights */
+    int p, q;       /* output height, width */
+    void *be_state; /* the backend's plan and weights */
 };
 
 /* True if t lives where the context's backend kernels can read it. */

@@ -6,12 +6,18 @@
 
 const char *fv_activation_name(fv_activation a) {
     switch (a) {
-    case FV_ACT_IDENTITY: return "identity";
-    case FV_ACT_RELU: return "relu";
-    case FV_ACT_CLIPPED_RELU: return "clipped_relu";
-    case FV_ACT_SIGMOID: return "sigmoid";
-    case FV_ACT_TANH: return "tanh";
-    case FV_ACT_LEAKY_RELU: return "leaky_relu";
+    case FV_ACT_IDENTITY:
+        return "identity";
+    case FV_ACT_RELU:
+        return "relu";
+    case FV_ACT_CLIPPED_RELU:
+        return "clipped_relu";
+    case FV_ACT_SIGMOID:
+        return "sigmoid";
+    case FV_ACT_TANH:
+        return "tanh";
+    case FV_ACT_LEAKY_RELU:
+        return "leaky_relu";
     }
     return "unknown";
 }
@@ -25,12 +31,18 @@ float fv__activation_alpha(fv_activation act, float alpha) {
 
 float fv__activate(fv_activation act, float alpha, float x) {
     switch (act) {
-    case FV_ACT_IDENTITY: return x;
-    case FV_ACT_RELU: return x > 0.0f ? x : 0.0f;
-    case FV_ACT_CLIPPED_RELU: return x < 0.0f ? 0.0f : (x > alpha ? alpha : x);
-    case FV_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case FV_ACT_TANH: return tanhf(x);
-    case FV_ACT_LEAKY_RELU: return x >= 0.0f ? x : alpha * x;
+    case FV_ACT_IDENTITY:
+        return x;
+    case FV_ACT_RELU:
+        return x > 0.0f ? x : 0.0f;
+    case FV_ACT_CLIPPED_RELU:
+        return x < 0.0f ? 0.0f : (x > alpha ? alpha : x);
+    case FV_ACT_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case FV_ACT_TANH:
+        return tanhf(x);
+    case FV_ACT_LEAKY_RELU:
+        return x >= 0.0f ? x : alpha * x;
     }
     return x;
 }
@@ -59,10 +71,10 @@ static fv_status check_tensor(const char *op, const char *role, const fv_context
                role);
     const fv_tensor_shape *s = &t->shape;
     FV_REQUIRE(s->n == n && s->h == h && s->w == w && s->c == c, FV_ERR_BAD_SHAPE,
-               "%s: %s tensor is N=%d H=%d W=%d C=%d but N=%d H=%d W=%d C=%d is expected", op,
-               role, s->n, s->h, s->w, s->c, n, h, w, c);
-    FV_REQUIRE(s->dtype == dt, FV_ERR_BAD_SHAPE, "%s: %s tensor is %s but %s is expected", op,
-               role, dtype_name(s->dtype), dtype_name(dt));
+               "%s: %s tensor is N=%d H=%d W=%d C=%d but N=%d H=%d W=%d C=%d is expected", op, role,
+               s->n, s->h, s->w, s->c, n, h, w, c);
+    FV_REQUIRE(s->dtype == dt, FV_ERR_BAD_SHAPE, "%s: %s tensor is %s but %s is expected", op, role,
+               dtype_name(s->dtype), dtype_name(dt));
     FV_REQUIRE(fv__tensor_usable(ctx, t), FV_ERR_BAD_PARAM,
                "%s: %s tensor lives in the %s pool '%s'; on the CUDA backend ops need device or "
                "mapped memory (fv_tensor_copy it there first)",
@@ -74,15 +86,15 @@ static fv_status check_tensor(const char *op, const char *role, const fv_context
 static fv_status conv_check(const fv_conv2d_desc *d) {
     const char *op = "conv2d";
     FV_REQUIRE(d->n >= 1 && d->h >= 1 && d->w >= 1 && d->c >= 1, FV_ERR_BAD_PARAM,
-               "%s: input N=%d H=%d W=%d C=%d: every dimension must be >= 1", op, d->n, d->h,
-               d->w, d->c);
+               "%s: input N=%d H=%d W=%d C=%d: every dimension must be >= 1", op, d->n, d->h, d->w,
+               d->c);
     FV_REQUIRE(d->k >= 1, FV_ERR_BAD_PARAM, "%s: K=%d output channels, must be >= 1", op, d->k);
-    FV_REQUIRE(d->r >= 1 && d->s >= 1, FV_ERR_BAD_PARAM,
-               "%s: kernel R=%d S=%d, both must be >= 1", op, d->r, d->s);
+    FV_REQUIRE(d->r >= 1 && d->s >= 1, FV_ERR_BAD_PARAM, "%s: kernel R=%d S=%d, both must be >= 1",
+               op, d->r, d->s);
     FV_REQUIRE(d->stride_h >= 1 && d->stride_w >= 1, FV_ERR_BAD_PARAM,
                "%s: stride %dx%d, both must be >= 1 (0 means 1)", op, d->stride_h, d->stride_w);
-    FV_REQUIRE(d->pad_h >= 0 && d->pad_w >= 0, FV_ERR_BAD_PARAM,
-               "%s: padding %dx%d must be >= 0", op, d->pad_h, d->pad_w);
+    FV_REQUIRE(d->pad_h >= 0 && d->pad_w >= 0, FV_ERR_BAD_PARAM, "%s: padding %dx%d must be >= 0",
+               op, d->pad_h, d->pad_w);
     FV_REQUIRE(d->dilation_h >= 1 && d->dilation_w >= 1, FV_ERR_BAD_PARAM,
                "%s: dilation %dx%d, both must be >= 1 (0 means 1)", op, d->dilation_h,
                d->dilation_w);
@@ -101,16 +113,15 @@ static fv_status conv_check(const fv_conv2d_desc *d) {
     int p = fv_conv_output_dim(d->h, d->r, d->stride_h, d->pad_h, d->dilation_h);
     int q = fv_conv_output_dim(d->w, d->s, d->stride_w, d->pad_w, d->dilation_w);
     FV_REQUIRE(p >= 1 && q >= 1, FV_ERR_BAD_PARAM,
-               "%s: a %dx%d kernel (dilation %dx%d) does not fit a %dx%d input padded by %dx%d",
-               op, d->r, d->s, d->dilation_h, d->dilation_w, d->h, d->w, d->pad_h, d->pad_w);
+               "%s: a %dx%d kernel (dilation %dx%d) does not fit a %dx%d input padded by %dx%d", op,
+               d->r, d->s, d->dilation_h, d->dilation_w, d->h, d->w, d->pad_h, d->pad_w);
     return FV_OK;
 }
 
 fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2d **out) {
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_conv2d_create: out is NULL");
     *out = NULL;
-    FV_REQUIRE(ctx && desc, FV_ERR_BAD_PARAM, "fv_conv2d_create: %s is NULL",
-               ctx ? "desc" : "ctx");
+    FV_REQUIRE(ctx && desc, FV_ERR_BAD_PARAM, "fv_conv2d_create: %s is NULL", ctx ? "desc" : "ctx");
     fv_conv2d_desc d = *desc;
     if (d.n == 0) d.n = 1;
     if (d.stride_h == 0) d.stride_h = 1;
@@ -122,12 +133,12 @@ fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2
     d.activation_alpha = fv__activation_alpha(d.activation, d.activation_alpha);
     size_t nw = (size_t)d.k * (d.c / d.groups) * d.r * d.s;
     for (size_t i = 0; i < nw; i++)
-        FV_REQUIRE(isfinite(desc->weights[i]), FV_ERR_BAD_PARAM,
-                   "conv2d: weight %zu is not finite", i);
+        FV_REQUIRE(isfinite(desc->weights[i]), FV_ERR_BAD_PARAM, "conv2d: weight %zu is not finite",
+                   i);
     if (desc->bias)
         for (int i = 0; i < d.k; i++)
-            FV_REQUIRE(isfinite(desc->bias[i]), FV_ERR_BAD_PARAM,
-                       "conv2d: bias %d is not finite", i);
+            FV_REQUIRE(isfinite(desc->bias[i]), FV_ERR_BAD_PARAM, "conv2d: bias %d is not finite",
+                       i);
 
     fv_conv2d *op = calloc(1, sizeof *op);
     FV_REQUIRE(op, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
@@ -221,24 +232,35 @@ fv_status fv_add(fv_context *ctx, const fv_tensor *a, const fv_tensor *b, fv_ten
 /* ---- pack / unpack ------------------------------------------------------ */
 const char *fv_pixel_format_name(fv_pixel_format f) {
     switch (f) {
-    case FV_PIXEL_GRAY8: return "GRAY8";
-    case FV_PIXEL_RGB24: return "RGB24";
-    case FV_PIXEL_BGR24: return "BGR24";
-    case FV_PIXEL_RGBA32: return "RGBA32";
-    case FV_PIXEL_YUYV: return "YUYV";
-    case FV_PIXEL_NV12: return "NV12";
+    case FV_PIXEL_GRAY8:
+        return "GRAY8";
+    case FV_PIXEL_RGB24:
+        return "RGB24";
+    case FV_PIXEL_BGR24:
+        return "BGR24";
+    case FV_PIXEL_RGBA32:
+        return "RGBA32";
+    case FV_PIXEL_YUYV:
+        return "YUYV";
+    case FV_PIXEL_NV12:
+        return "NV12";
     }
     return "unknown";
 }
 
 static size_t bytes_per_pixel(fv_pixel_format f) {
     switch (f) {
-    case FV_PIXEL_GRAY8: return 1;
+    case FV_PIXEL_GRAY8:
+        return 1;
     case FV_PIXEL_RGB24:
-    case FV_PIXEL_BGR24: return 3;
-    case FV_PIXEL_RGBA32: return 4;
-    case FV_PIXEL_YUYV: return 2;
-    case FV_PIXEL_NV12: return 1;
+    case FV_PIXEL_BGR24:
+        return 3;
+    case FV_PIXEL_RGBA32:
+        return 4;
+    case FV_PIXEL_YUYV:
+        return 2;
+    case FV_PIXEL_NV12:
+        return 1;
     }
     return 0;
 }
@@ -259,8 +281,8 @@ static fv_status image_normalize(const char *op, const fv_image *img, fv_image *
                "%s: image size %dx%d, both must be >= 1", op, img->width, img->height);
     FV_REQUIRE(img->data, FV_ERR_BAD_PARAM, "%s: image data is NULL", op);
     if (img->format == FV_PIXEL_YUYV)
-        FV_REQUIRE(img->width % 2 == 0, FV_ERR_BAD_PARAM,
-                   "%s: YUYV width %d must be even", op, img->width);
+        FV_REQUIRE(img->width % 2 == 0, FV_ERR_BAD_PARAM, "%s: YUYV width %d must be even", op,
+                   img->width);
     if (img->format == FV_PIXEL_NV12)
         FV_REQUIRE(img->width % 2 == 0 && img->height % 2 == 0, FV_ERR_BAD_PARAM,
                    "%s: NV12 size %dx%d must be even in both dimensions", op, img->width,

@@ -8,22 +8,38 @@ static _Thread_local char last_error[FV__MSG_SIZE];
 
 const char *fv_status_name(fv_status s) {
     switch (s) {
-    case FV_OK: return "FV_OK";
-    case FV_ERR_BAD_PARAM: return "FV_ERR_BAD_PARAM";
-    case FV_ERR_BAD_SHAPE: return "FV_ERR_BAD_SHAPE";
-    case FV_ERR_BAD_STATE: return "FV_ERR_BAD_STATE";
-    case FV_ERR_NOT_SUPPORTED: return "FV_ERR_NOT_SUPPORTED";
-    case FV_ERR_NO_DEVICE: return "FV_ERR_NO_DEVICE";
-    case FV_ERR_OUT_OF_MEMORY: return "FV_ERR_OUT_OF_MEMORY";
-    case FV_ERR_CUDA: return "FV_ERR_CUDA";
-    case FV_ERR_CUDNN: return "FV_ERR_CUDNN";
-    case FV_ERR_LIBRARY: return "FV_ERR_LIBRARY";
-    case FV_ERR_IO: return "FV_ERR_IO";
-    case FV_ERR_FORMAT: return "FV_ERR_FORMAT";
-    case FV_ERR_NOT_READY: return "FV_ERR_NOT_READY";
-    case FV_ERR_TIMEOUT: return "FV_ERR_TIMEOUT";
-    case FV_ERR_END_OF_STREAM: return "FV_ERR_END_OF_STREAM";
-    case FV_ERR_INTERNAL: return "FV_ERR_INTERNAL";
+    case FV_OK:
+        return "FV_OK";
+    case FV_ERR_BAD_PARAM:
+        return "FV_ERR_BAD_PARAM";
+    case FV_ERR_BAD_SHAPE:
+        return "FV_ERR_BAD_SHAPE";
+    case FV_ERR_BAD_STATE:
+        return "FV_ERR_BAD_STATE";
+    case FV_ERR_NOT_SUPPORTED:
+        return "FV_ERR_NOT_SUPPORTED";
+    case FV_ERR_NO_DEVICE:
+        return "FV_ERR_NO_DEVICE";
+    case FV_ERR_OUT_OF_MEMORY:
+        return "FV_ERR_OUT_OF_MEMORY";
+    case FV_ERR_CUDA:
+        return "FV_ERR_CUDA";
+    case FV_ERR_CUDNN:
+        return "FV_ERR_CUDNN";
+    case FV_ERR_LIBRARY:
+        return "FV_ERR_LIBRARY";
+    case FV_ERR_IO:
+        return "FV_ERR_IO";
+    case FV_ERR_FORMAT:
+        return "FV_ERR_FORMAT";
+    case FV_ERR_NOT_READY:
+        return "FV_ERR_NOT_READY";
+    case FV_ERR_TIMEOUT:
+        return "FV_ERR_TIMEOUT";
+    case FV_ERR_END_OF_STREAM:
+        return "FV_ERR_END_OF_STREAM";
+    case FV_ERR_INTERNAL:
+        return "FV_ERR_INTERNAL";
     }
     return "FV_STATUS_UNKNOWN";
 }

@@ -21,14 +21,13 @@ fv_status fv_tensor_create(fv_context *ctx, const fv_tensor_desc *d, fv_tensor *
     *out = NULL;
     FV_REQUIRE(ctx && d, FV_ERR_BAD_PARAM, "fv_tensor_create: %s is NULL", ctx ? "desc" : "ctx");
     FV_REQUIRE(d->dtype == FV_DTYPE_F16 || d->dtype == FV_DTYPE_F32 || d->dtype == FV_DTYPE_U8,
-               FV_ERR_BAD_PARAM, "fv_tensor_create: dtype=%d is not F16, F32 or U8",
-               (int)d->dtype);
+               FV_ERR_BAD_PARAM, "fv_tensor_create: dtype=%d is not F16, F32 or U8", (int)d->dtype);
     FV_REQUIRE(d->layout == FV_LAYOUT_NHWC, FV_ERR_BAD_PARAM,
                "fv_tensor_create: layout=%d is not NHWC (0)", (int)d->layout);
     int n = d->n ? d->n : 1;
     FV_REQUIRE(n >= 1 && d->h >= 1 && d->w >= 1 && d->c >= 1, FV_ERR_BAD_PARAM,
-               "fv_tensor_create: shape N=%d H=%d W=%d C=%d: every dimension must be >= 1", n,
-               d->h, d->w, d->c);
+               "fv_tensor_create: shape N=%d H=%d W=%d C=%d: every dimension must be >= 1", n, d->h,
+               d->w, d->c);
     for (int i = 0; i < 4; i++)
         FV_REQUIRE(d->reserved[i] == 0, FV_ERR_BAD_PARAM,
                    "fv_tensor_create: reserved[%d] must be zero", i);
@@ -81,8 +80,7 @@ void fv_tensor_destroy(fv_tensor *t) {
 }
 
 fv_status fv_tensor_shape_get(const fv_tensor *t, fv_tensor_shape *out) {
-    FV_REQUIRE(t && out, FV_ERR_BAD_PARAM, "fv_tensor_shape_get: %s is NULL",
-               t ? "out" : "tensor");
+    FV_REQUIRE(t && out, FV_ERR_BAD_PARAM, "fv_tensor_shape_get: %s is NULL", t ? "out" : "tensor");
     *out = t->shape;
     return FV_OK;
 }
@@ -98,7 +96,9 @@ fv_pool *fv_tensor_pool(const fv_tensor *t) {
 static fv_status check_host_copy(const char *what, fv_context *ctx, const fv_tensor *t,
                                  const void *host, size_t bytes) {
     FV_REQUIRE(ctx && t && host, FV_ERR_BAD_PARAM, "%s: %s is NULL", what,
-               !ctx ? "ctx" : !t ? "tensor" : "host pointer");
+               !ctx ? "ctx"
+               : !t ? "tensor"
+                    : "host pointer");
     FV_REQUIRE(t->ctx == ctx, FV_ERR_BAD_PARAM, "%s: tensor belongs to another context", what);
     FV_REQUIRE(bytes == t->shape.dense_bytes, FV_ERR_BAD_SHAPE,
                "%s: %zu bytes given but the %s tensor N=%d H=%d W=%d C=%d holds %zu dense bytes",
@@ -139,7 +139,9 @@ static fv_status same_shape(const char *what, const fv_tensor *a, const fv_tenso
 
 fv_status fv_tensor_copy(fv_context *ctx, fv_tensor *dst, const fv_tensor *src) {
     FV_REQUIRE(ctx && dst && src, FV_ERR_BAD_PARAM, "fv_tensor_copy: %s is NULL",
-               !ctx ? "ctx" : !dst ? "dst" : "src");
+               !ctx   ? "ctx"
+               : !dst ? "dst"
+                      : "src");
     FV_REQUIRE(dst->ctx == ctx && src->ctx == ctx, FV_ERR_BAD_PARAM,
                "fv_tensor_copy: a tensor belongs to another context");
     FV_TRY(same_shape("fv_tensor_copy", dst, src));
@@ -154,12 +156,15 @@ fv_status fv_tensor_copy(fv_context *ctx, fv_tensor *dst, const fv_tensor *src) 
 
 fv_status fv_tensor_convert(fv_context *ctx, fv_tensor *dst, const fv_tensor *src) {
     FV_REQUIRE(ctx && dst && src, FV_ERR_BAD_PARAM, "fv_tensor_convert: %s is NULL",
-               !ctx ? "ctx" : !dst ? "dst" : "src");
+               !ctx   ? "ctx"
+               : !dst ? "dst"
+                      : "src");
     FV_REQUIRE(dst->ctx == ctx && src->ctx == ctx, FV_ERR_BAD_PARAM,
                "fv_tensor_convert: a tensor belongs to another context");
     FV_TRY(same_shape("fv_tensor_convert", dst, src));
     fv_dtype a = src->shape.dtype, b = dst->shape.dtype;
-    bool ok = (a == FV_DTYPE_F32 && b == FV_DTYPE_F16) || (a == FV_DTYPE_F16 && b == FV_DTYPE_F32) ||
+    bool ok = (a == FV_DTYPE_F32 && b == FV_DTYPE_F16) ||
+              (a == FV_DTYPE_F16 && b == FV_DTYPE_F32) ||
               (a == FV_DTYPE_U8 && (b == FV_DTYPE_F16 || b == FV_DTYPE_F32)) || a == b;
     FV_REQUIRE(ok, FV_ERR_NOT_SUPPORTED, "fv_tensor_convert: %s -> %s is not supported",
                dtype_name(a), dtype_name(b));

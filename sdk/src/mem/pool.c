@@ -97,8 +97,7 @@ fv_status fv_pool_alloc(fv_pool *p, size_t bytes, void **out) {
                                  "full (%zu carve-outs and free ranges)",
                                  p->name, fv_pool_kind_name(p->kind), bytes, p->max_blocks);
             }
-            memmove(&p->blocks[i + 2], &p->blocks[i + 1],
-                    (p->nblocks - i - 1) * sizeof(fv__block));
+            memmove(&p->blocks[i + 2], &p->blocks[i + 1], (p->nblocks - i - 1) * sizeof(fv__block));
             p->blocks[i + 1] = (fv__block){b->offset + need, b->size - need, 0};
             p->nblocks++;
             b->size = need;
@@ -128,8 +127,10 @@ fv_status fv_pool_free(fv_pool *p, void *ptr) {
     size_t lo = 0, hi = p->nblocks;
     while (lo < hi) { /* binary search on offset */
         size_t mid = (lo + hi) / 2;
-        if (p->blocks[mid].offset < off) lo = mid + 1;
-        else hi = mid;
+        if (p->blocks[mid].offset < off)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     FV_REQUIRE(lo < p->nblocks && p->blocks[lo].offset == off && p->blocks[lo].used,
                FV_ERR_BAD_PARAM, "fv_pool_free: %p is not a live carve-out of pool '%s'", ptr,

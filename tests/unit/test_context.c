@@ -1,0 +1,129 @@
+/* Context: backend choice, info, descriptor checks, logging. */
+#include <stdio.h>
+#include <string.h>
+#include "fv_test.h"
+
+static void cpu_context_reports_what_it_runs_on(void **state) {
+    fv_context *ctx = fv_test_cpu_context(0);
+    fv_context_info info;
+    FV_ASSERT_OK(fv_context_info_get(ctx, &info));
+    assert_int_equal(info.backend, FV_BACKEND_CPU);
+    assert_string_equal(info.backend_name, "cpu");
+    assert_true(strlen(info.device_name) > 0);
+    assert_int_equal(info.device_index, -1);
+    assert_int_equal(info.tensor_cores, 0);
+    assert_true(strlen(info.tensor_core_reason) > 0);
+    assert_true(info.multiprocessors >= 1);
+    assert_int_equal(info.fovea_built_with_cuda, FV_BUILT_WITH_CUDA);
+    assert_int_equal(fv_context_backend(ctx), FV_BACKEND_CPU);
+    FV_ASSERT_OK(fv_context_synchronize(ctx));
+    fv_context_destroy(ctx);
+    fv_context_destroy(NULL);
+}
+
+static void auto_without_gpu_is_cpu_and_cuda_is_refused(void **state) {
+    fv_context *ctx = NULL;
+    fv_context_desc d = {.backend = FV_BACKEND_CUDA};
+    fv_status s = fv_context_create(&d, &ctx);
+    if (s == FV_OK) { /* a GPU machine: AUTO must then pick CUDA */
+        fv_context_destroy(ctx);
+        FV_ASSERT_OK(fv_context_create(NULL, &ctx));
+        assert_int_equal(fv_context_backend(ctx), FV_BACKEND_CUDA);
+        fv_context_destroy(ctx);
+        skip();
+    }
+    assert_int_equal(s, FV_ERR_NO_DEVICE);
+    assert_null(ctx);
+    assert_non_null(strstr(fv_last_error(), "CUDA backend requested but unusable"));
+    FV_ASSERT_OK(fv_context_create(NULL, &ctx));
+    fv_context_info info;
+    FV_ASSERT_OK(fv_context_info_get(ctx, &info));
+    assert_int_equal(info.backend, FV_BACKEND_CPU);
+    assert_true(strlen(info.no_gpu_reason) > 0); /* says why it is not on a GPU */
+    fv_context_destroy(ctx);
+}
+
+static void bad_descriptors_are_refused(void **state) {
+    fv_context *ctx = (fv_context *)1;
+    fv_context_desc d = {.backend = (fv_backend)9};
+    FV_ASSERT_STATUS(fv_context_create(&d, &ctx), FV_ERR_BAD_PARAM, "backend=9");
+    assert_null(ctx);
+    d = (fv_context_desc){.device = -2};
+    FV_ASSERT_STATUS(fv_context_create(&d, &ctx), FV_ERR_BAD_PARAM, "device=-2");
+    d = (fv_context_desc){.flags = 0x80};
+    FV_ASSERT_STATUS(fv_context_create(&d, &ctx), FV_ERR_BAD_PARAM, "flags 0x80");
+    d = (fv_context_desc){.log_level = (fv_log_level)7};
+    FV_ASSERT_STATUS(fv_context_create(&d, &ctx), FV_ERR_BAD_PARAM, "log_level=7");
+    d = (fv_context_desc){0};
+    d.reserved[3] = 5;
+    FV_ASSERT_STATUS(fv_context_create(&d, &ctx), FV_ERR_BAD_PARAM, "reserved[3]");
+    FV_ASSERT_STATUS(fv_context_create(NULL, NULL), FV_ERR_BAD_PARAM, "out is NULL");
+    /* a pool too large to reserve is an out-of-memory error naming the pool */
+    d = (fv_context_desc){.backend = FV_BACKEND_CPU, .host_pool_bytes = (size_t)1 << 62};
+    FV_ASSERT_STATUS(fv_context_create(&d, &ctx), FV_ERR_OUT_OF_MEMORY, "host");
+}
+
+typedef struct {
+    int calls;
+    fv_log_level worst;
+    char last[256];
+} log_sink;
+
+static void sink(fv_log_level level, const char *msg, void *user) {
+    log_sink *s = user;
+    s->calls++;
+    if (level > s->worst) s->worst = level;
+    snprintf(s->last, sizeof s->last, "%s", msg);
+}
+
+static void log_callback_gets_messages_up_to_its_level(void **state) {
+    log_sink s = {0};
+    fv_context *ctx = NULL;
+    fv_context_desc d = {
+        .backend = FV_BACKEND_CPU, .log = sink, .log_user = &s, .log_level = FV_LOG_INFO};
+    FV_ASSERT_OK(fv_context_create(&d, &ctx));
+    assert_true(s.calls >= 1);
+    assert_true(s.worst <= FV_LOG_INFO); /* no DEBUG at INFO level */
+    assert_non_null(strstr(s.last, "backend cpu"));
+    fv_context_destroy(ctx);
+    log_sink q = {0};
+    d.log_user = &q;
+    d.log_level = FV_LOG_DEBUG;
+    FV_ASSERT_OK(fv_context_create(&d, &ctx));
+    assert_int_equal(q.worst, FV_LOG_DEBUG); /* pool reservations are logged at DEBUG */
+    assert_true(q.calls > s.calls);
+    fv_context_destroy(ctx);
+}
+
+static void pools_have_the_sizes_asked_for(void **state) {
+    fv_context *ctx = NULL;
+    fv_context_desc d = {.backend = FV_BACKEND_CPU,
+                         .device_pool_bytes = 1000,
+                         .pinned_pool_bytes = 3 << 20,
+                         .mapped_pool_bytes = 4096};
+    FV_ASSERT_OK(fv_context_create(&d, &ctx));
+    fv_pool_stats st;
+    FV_ASSERT_OK(fv_pool_stats_get(fv_context_pool(ctx, FV_POOL_DEVICE), &st));
+    assert_int_equal(st.reserved, 1024); /* rounded up to FV_ALIGN */
+    assert_int_equal(st.backing_allocs, 1);
+    FV_ASSERT_OK(fv_pool_stats_get(fv_context_pool(ctx, FV_POOL_PINNED), &st));
+    assert_int_equal(st.reserved, 3 << 20);
+    FV_ASSERT_OK(fv_pool_stats_get(fv_context_pool(ctx, FV_POOL_MAPPED), &st));
+    assert_int_equal(st.reserved, 4096);
+    FV_ASSERT_OK(fv_pool_stats_get(fv_context_pool(ctx, FV_POOL_HOST), &st));
+    assert_int_equal(st.reserved, 64 << 20); /* default */
+    assert_string_equal(fv_pool_name(fv_context_pool(ctx, FV_POOL_PINNED)), "pinned");
+    assert_null(fv_context_pool(ctx, (fv_pool_kind)9));
+    fv_context_destroy(ctx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(cpu_context_reports_what_it_runs_on),
+        cmocka_unit_test(auto_without_gpu_is_cpu_and_cuda_is_refused),
+        cmocka_unit_test(bad_descriptors_are_refused),
+        cmocka_unit_test(log_callback_gets_messages_up_to_its_level),
+        cmocka_unit_test(pools_have_the_sizes_asked_for),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
