@@ -58,6 +58,10 @@ typedef struct fv_context_desc {
     size_t pinned_pool_bytes;
     size_t mapped_pool_bytes;
     size_t host_pool_bytes;
+    /* Most workspace a convolution engine may use (carved from the DEVICE
+     * pool; one region shared by all ops of the context). 0 means 64 MiB.
+     * Jetson memory is shared with the CPU: keep it small there. */
+    size_t workspace_limit_bytes;
     fv_log_fn log;          /* NULL: messages dropped */
     void *log_user;         /* passed to log */
     fv_log_level log_level; /* highest level delivered; default ERROR (0) */

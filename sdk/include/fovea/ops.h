@@ -67,6 +67,21 @@ void fv_conv2d_output_shape(const fv_conv2d *op, int *n, int *h, int *w, int *c)
  * Returns FV_ERR_BAD_SHAPE, FV_ERR_BAD_PARAM, FV_ERR_CUDA/CUDNN. */
 fv_status fv_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
 
+/* How a convolution runs: the path and engine chosen at creation. */
+typedef struct fv_conv2d_info {
+    char path[16];          /* "graph" (cuDNN graph API), "legacy" (cuDNN v7 API), "cpu" */
+    char engine[64];        /* e.g. "eng7" (graph), "IMPLICIT_PRECOMP_GEMM" (legacy), "direct" */
+    int tensor_cores;       /* 1 when the engine runs on tensor cores */
+    int fused;              /* 1 when bias and activation run inside the convolution */
+    size_t workspace_bytes; /* workspace the engine uses */
+    char choice[64];        /* how it was chosen: "heuristics A #0", "fallback #2", ... */
+    char layout[64];        /* the formulation: channel padding, groups */
+    uint32_t reserved[8];
+} fv_conv2d_info;
+
+/* Fills *out. Returns FV_ERR_BAD_PARAM if either is NULL. */
+fv_status fv_conv2d_info_get(const fv_conv2d *op, fv_conv2d_info *out);
+
 /* Output size of one spatial dimension; 0 if the window does not fit. */
 int fv_conv_output_dim(int in, int kernel, int stride, int pad, int dilation);
 
@@ -146,7 +161,7 @@ typedef struct fv_unpack_desc {
 } fv_unpack_desc;
 
 /* NHWC tensor (N 1; F16 or F32) -> pixels. dst format GRAY8 takes channel 0
- * (or the mean of 3 channels when the tensor has 3); RGB24/BGR24/RGBA32 take
+ * (or the mean of channels 0..2 when the tensor has 3 or more); RGB24/BGR24/RGBA32 take
  * channels 0..2 (a 1-channel tensor is replicated; alpha written 255).
  * YUYV and NV12 outputs are not supported. desc may be NULL. */
 fv_status fv_image_unpack(fv_context *ctx, const fv_tensor *src, fv_image *dst,

@@ -84,6 +84,7 @@ fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
     ctx->log_user = d.log_user;
     ctx->log_level = d.log_level;
     ctx->flags = d.flags;
+    ctx->workspace_limit = d.workspace_limit_bytes ? d.workspace_limit_bytes : 64 * MIB;
     ctx->info.backend = chosen;
     snprintf(ctx->info.backend_name, sizeof ctx->info.backend_name, "%s", be->name);
     ctx->info.device_index = -1;

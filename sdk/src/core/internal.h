@@ -71,6 +71,7 @@ struct fv_context {
     void *log_user;
     fv_log_level log_level;
     uint32_t flags;
+    size_t workspace_limit; /* bytes, from the desc (default filled) */
 };
 
 struct fv_tensor {
@@ -126,6 +127,9 @@ typedef struct fv__backend {
     fv_status (*conv2d_create)(fv_conv2d *op, const float *weights, const float *bias);
     void (*conv2d_destroy)(fv_conv2d *op);
     fv_status (*conv2d_forward)(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+    /* Optional: fills path/engine details (the front end has zeroed *out
+     * and set path to the backend's name). */
+    void (*conv2d_info)(const fv_conv2d *op, fv_conv2d_info *out);
 
     /* desc normalized (strides filled). */
     fv_status (*pooling2d)(fv_context *ctx, const fv_pooling_desc *desc, const fv_tensor *in,

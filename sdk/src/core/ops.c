@@ -1,5 +1,6 @@
 /* Front end of the ops: argument checks and defaults, then the backend. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -170,6 +171,14 @@ void fv_conv2d_output_shape(const fv_conv2d *op, int *n, int *h, int *w, int *c)
     if (h) *h = op->p;
     if (w) *w = op->q;
     if (c) *c = op->desc.k;
+}
+
+fv_status fv_conv2d_info_get(const fv_conv2d *op, fv_conv2d_info *out) {
+    FV_REQUIRE(op && out, FV_ERR_BAD_PARAM, "fv_conv2d_info_get: %s is NULL", op ? "out" : "op");
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", op->ctx->be->name);
+    if (op->ctx->be->conv2d_info) op->ctx->be->conv2d_info(op, out);
+    return FV_OK;
 }
 
 fv_status fv_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out) {

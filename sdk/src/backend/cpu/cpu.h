@@ -8,9 +8,12 @@
 static inline float fv__cpu_load(const fv_tensor *t, size_t i) {
     const void *p = t->data;
     switch (t->shape.dtype) {
-    case FV_DTYPE_F32: return ((const float *)p)[i];
-    case FV_DTYPE_F16: return fv_f16_to_f32(((const fv_half *)p)[i]);
-    case FV_DTYPE_U8: return (float)((const unsigned char *)p)[i];
+    case FV_DTYPE_F32:
+        return ((const float *)p)[i];
+    case FV_DTYPE_F16:
+        return fv_f16_to_f32(((const fv_half *)p)[i]);
+    case FV_DTYPE_U8:
+        return (float)((const unsigned char *)p)[i];
     }
     return 0.0f;
 }
@@ -34,8 +37,7 @@ fv_status fv__cpu_pooling2d(fv_context *ctx, const fv_pooling_desc *d, const fv_
                             fv_tensor *out);
 fv_status fv__cpu_add(fv_context *ctx, const fv_tensor *a, const fv_tensor *b, fv_tensor *out,
                       fv_activation act, float alpha);
-fv_status fv__cpu_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst,
-                       const fv_pack_desc *d);
+fv_status fv__cpu_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst, const fv_pack_desc *d);
 fv_status fv__cpu_unpack(fv_context *ctx, const fv_tensor *src, const fv_image *dst,
                          const fv_unpack_desc *d);
 

@@ -15,7 +15,8 @@ static void cpu_model(char *out, size_t n) {
             char *c = strchr(line, ':');
             if (c) {
                 c++;
-                while (*c == ' ' || *c == '\t') c++;
+                while (*c == ' ' || *c == '\t')
+                    c++;
                 c[strcspn(c, "\n")] = '\0';
                 snprintf(out, n, "%s", c);
                 break;
@@ -34,13 +35,11 @@ static fv_status cpu_init(fv_context *ctx, int device) {
     long psize = sysconf(_SC_PAGESIZE);
     if (pages > 0 && psize > 0) in->device_memory_total = (size_t)pages * (size_t)psize;
     if (avail > 0 && psize > 0) in->device_memory_free = (size_t)avail * (size_t)psize;
-    snprintf(in->tensor_core_reason, sizeof in->tensor_core_reason,
-             "CPU backend: no tensor cores");
+    snprintf(in->tensor_core_reason, sizeof in->tensor_core_reason, "CPU backend: no tensor cores");
     return FV_OK;
 }
 
-static void cpu_fini(fv_context *ctx) {
-}
+static void cpu_fini(fv_context *ctx) {}
 
 static fv_status cpu_sync(fv_context *ctx) {
     return FV_OK;
@@ -50,8 +49,7 @@ static fv_status cpu_reserve(fv_context *ctx, fv_pool_kind kind, size_t bytes, v
                              void **alias) {
     void *p = NULL;
     if (posix_memalign(&p, FV_ALIGN, bytes) != 0 || !p)
-        return fv__error(FV_ERR_OUT_OF_MEMORY, "reserving %zu bytes of host memory failed",
-                         bytes);
+        return fv__error(FV_ERR_OUT_OF_MEMORY, "reserving %zu bytes of host memory failed", bytes);
     *ptr = p;
     *alias = p;
     return FV_OK;
@@ -74,7 +72,8 @@ static fv_status cpu_copy2d(fv_context *ctx, void *dst, size_t dpitch, const voi
         memmove(d, s, width * rows);
         return FV_OK;
     }
-    for (size_t r = 0; r < rows; r++) memcpy(d + r * dpitch, s + r * spitch, width);
+    for (size_t r = 0; r < rows; r++)
+        memcpy(d + r * dpitch, s + r * spitch, width);
     return FV_OK;
 }
 
@@ -85,8 +84,10 @@ static fv_status cpu_convert(fv_context *ctx, fv_tensor *dst, const fv_tensor *s
         for (int c = 0; c < s->c; c++) {
             float v = fv__cpu_load(src, p * (size_t)s->c_stored + (size_t)c);
             size_t o = p * (size_t)d->c_stored + (size_t)c;
-            if (d->dtype == FV_DTYPE_F16) ((fv_half *)dst->data)[o] = fv_f32_to_f16(v);
-            else ((float *)dst->data)[o] = v; /* a conversion, not an op: no rounding */
+            if (d->dtype == FV_DTYPE_F16)
+                ((fv_half *)dst->data)[o] = fv_f32_to_f16(v);
+            else
+                ((float *)dst->data)[o] = v; /* a conversion, not an op: no rounding */
         }
     return FV_OK;
 }

@@ -1,0 +1,76 @@
+/* CUDA backend internals shared by its host files (and by the convolution
+ * engine in cuda_conv.c): the backend's per-context state and accessors. */
+#ifndef FOVEA_CUDA_INTERNAL_H
+#define FOVEA_CUDA_INTERNAL_H
+
+#include "cuda_check.h"
+
+#define FV__CUDA_EVENTS 32 /* events in a context's pool */
+
+typedef struct fv__cuda_state {
+    int device;
+    int sm;                              /* major * 10 + minor */
+    int can_map_host;                    /* cudaDevAttrCanMapHostMemory */
+    cudaStream_t stream;                 /* compute: every op, kernel and copy2d */
+    cudaStream_t copy_stream;            /* uploads/downloads overlapped with compute */
+    cudnnHandle_t cudnn;                 /* bound to stream */
+    cudaEvent_t events[FV__CUDA_EVENTS]; /* created with cudaEventDisableTiming */
+    unsigned char event_used[FV__CUDA_EVENTS];
+} fv__cuda_state;
+
+static inline fv__cuda_state *fv__cuda_state_of(const fv_context *ctx) {
+    return (fv__cuda_state *)ctx->be_state;
+}
+
+/* The compute stream: all work of the context is queued here. */
+static inline cudaStream_t fv__cuda_stream(const fv_context *ctx) {
+    return fv__cuda_state_of(ctx)->stream;
+}
+/* The non-blocking copy stream (order it against the compute stream with
+ * events). */
+static inline cudaStream_t fv__cuda_copy_stream(const fv_context *ctx) {
+    return fv__cuda_state_of(ctx)->copy_stream;
+}
+/* The context's cuDNN handle, already bound to the compute stream. */
+static inline cudnnHandle_t fv__cuda_cudnn(const fv_context *ctx) {
+    return fv__cuda_state_of(ctx)->cudnn;
+}
+static inline int fv__cuda_device(const fv_context *ctx) {
+    return fv__cuda_state_of(ctx)->device;
+}
+
+/* Makes the context's device current on the calling thread (cheap when it
+ * already is). Every entry point that calls CUDA does this first. */
+fv_status fv__cuda_bind(const fv_context *ctx);
+
+/* Takes an event from the context's pool (no allocation); FV_ERR_OUT_OF_MEMORY
+ * when all FV__CUDA_EVENTS are taken. Give it back with fv__cuda_event_release. */
+fv_status fv__cuda_event_acquire(fv_context *ctx, cudaEvent_t *out);
+void fv__cuda_event_release(fv_context *ctx, cudaEvent_t ev);
+
+/* Memory (cuda_memory.c). */
+fv_status fv__cuda_mem_reserve(fv_context *ctx, fv_pool_kind kind, size_t bytes, void **ptr,
+                               void **device_alias);
+void fv__cuda_mem_release(fv_context *ctx, fv_pool_kind kind, void *ptr);
+fv_status fv__cuda_mem_zero(fv_context *ctx, fv_pool_kind kind, void *ptr, size_t bytes);
+fv_status fv__cuda_copy2d(fv_context *ctx, void *dst, size_t dpitch, const void *src, size_t spitch,
+                          size_t width, size_t rows);
+
+/* Ops (cuda_ops.c). */
+fv_status fv__cuda_convert(fv_context *ctx, fv_tensor *dst, const fv_tensor *src);
+fv_status fv__cuda_pooling2d(fv_context *ctx, const fv_pooling_desc *d, const fv_tensor *in,
+                             fv_tensor *out);
+fv_status fv__cuda_add(fv_context *ctx, const fv_tensor *a, const fv_tensor *b, fv_tensor *out,
+                       fv_activation act, float alpha);
+fv_status fv__cuda_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst,
+                        const fv_pack_desc *d);
+fv_status fv__cuda_unpack(fv_context *ctx, const fv_tensor *src, const fv_image *dst,
+                          const fv_unpack_desc *d);
+
+/* Convolution (cuda_conv.c). */
+fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const float *bias);
+void fv__cuda_conv2d_destroy(fv_conv2d *op);
+fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out);
+
+#endif

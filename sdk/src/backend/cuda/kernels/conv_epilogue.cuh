@@ -1,0 +1,20 @@
+/* Convolution epilogue on FP16 NHWC outputs: y = act(y + bias) on the first
+ * k of kp stored channels, 0 on the padding lanes. With bias NULL and
+ * FV_ACT_IDENTITY only the padding lanes are written. */
+#ifndef FOVEA_CONV_EPILOGUE_CUH
+#define FOVEA_CONV_EPILOGUE_CUH
+
+#include <cuda_runtime.h>
+#include "../../../core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t pixels, int kp, int k,
+                                 const void *bias, fv_activation act, float alpha);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,22 @@
+# The CUDA backend's sources, included by sdk/CMakeLists.txt when CUDA and
+# cuDNN are found. Sets FV_CUDA_SOURCES.
+set(_fv_cuda_dir ${CMAKE_CURRENT_LIST_DIR})
+set(FV_CUDA_SOURCES
+  ${_fv_cuda_dir}/cuda_backend.c
+  ${_fv_cuda_dir}/cuda_memory.c
+  ${_fv_cuda_dir}/cuda_ops.c
+  ${_fv_cuda_dir}/kernels/elementwise.cu
+  ${_fv_cuda_dir}/kernels/pooling.cu
+  ${_fv_cuda_dir}/kernels/pack.cu
+)
+# Convolution: a placeholder until the cuDNN engine replaces it (then list
+# conv_engine.c and kernels/conv_epilogue.cu here instead).
+list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/cuda_conv.c)
+# Named in the "no kernel image for this GPU" message.
+string(REPLACE ";" " " _fv_cuda_archs "${CMAKE_CUDA_ARCHITECTURES}")
+set_source_files_properties(${_fv_cuda_dir}/cuda_backend.c PROPERTIES
+  COMPILE_DEFINITIONS "FV_CUDA_ARCHITECTURES=\"${_fv_cuda_archs}\"")
+# Pack/unpack must give the CPU backend's bits: no contraction of a*b+c into
+# an FMA anywhere in that file (pixel_math.h's helpers already avoid it).
+set_source_files_properties(${_fv_cuda_dir}/kernels/pack.cu PROPERTIES
+  COMPILE_OPTIONS "--fmad=false")

@@ -1,0 +1,320 @@
+/* conv2d on the CUDA backend against the CPU FP32 reference: every
+ * activation, strides, padding, dilation, groups, odd channel counts; random
+ * inputs; outputs poisoned first; no allocation in the forward loop; stream
+ * capture replays correctly. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fovea/fovea_cuda.h"
+#include "fv_test.h"
+
+static fv_context *gpu;
+static fv_context *cpu;
+
+typedef struct conv_case {
+    int n, h, w, c, k, r, s, stride, pad, dil, groups;
+    fv_activation act;
+    float alpha;
+    int bias;
+} conv_case;
+
+static fv_tensor *make(fv_context *ctx, fv_dtype dt, int n, int h, int w, int c) {
+    fv_tensor *t = NULL;
+    fv_tensor_desc d = {.dtype = dt, .n = n, .h = h, .w = w, .c = c};
+    FV_ASSERT_OK(fv_tensor_create(ctx, &d, &t));
+    return t;
+}
+
+static fv_conv2d_desc desc_of(const conv_case *cc, fv_dtype dt, const float *w, const float *b) {
+    return (fv_conv2d_desc){.n = cc->n,
+                            .h = cc->h,
+                            .w = cc->w,
+                            .c = cc->c,
+                            .k = cc->k,
+                            .r = cc->r,
+                            .s = cc->s,
+                            .stride_h = cc->stride,
+                            .stride_w = cc->stride,
+                            .pad_h = cc->pad,
+                            .pad_w = cc->pad,
+                            .dilation_h = cc->dil,
+                            .dilation_w = cc->dil,
+                            .groups = cc->groups,
+                            .activation = cc->act,
+                            .activation_alpha = cc->alpha,
+                            .dtype = dt,
+                            .weights = w,
+                            .bias = cc->bias ? b : NULL};
+}
+
+/* Runs one case on both backends; returns the relative L2 error. */
+static double run_case(const conv_case *cc, int verbose) {
+    size_t nin = (size_t)cc->n * cc->h * cc->w * cc->c;
+    size_t nw = (size_t)cc->k * (cc->c / cc->groups) * cc->r * cc->s;
+    float *x = malloc(nin * sizeof *x), *w = malloc(nw * sizeof *w), b[512];
+    fv_test_fill_uniform(x, nin, -1, 1);
+    fv_test_fill_uniform(w, nw, -0.5f, 0.5f);
+    fv_test_fill_uniform(b, (size_t)cc->k, -0.5f, 0.5f);
+    /* the reference sees exactly what the GPU stores: FP16-rounded values */
+    for (size_t i = 0; i < nin; i++)
+        x[i] = fv_round_f16(x[i]);
+    for (size_t i = 0; i < nw; i++)
+        w[i] = fv_round_f16(w[i]);
+    for (int i = 0; i < cc->k; i++)
+        b[i] = fv_round_f16(b[i]);
+
+    fv_conv2d_desc gd = desc_of(cc, FV_DTYPE_F16, w, b), cd = desc_of(cc, FV_DTYPE_F32, w, b);
+    fv_conv2d *gop = NULL, *cop = NULL;
+    FV_ASSERT_OK(fv_conv2d_create(gpu, &gd, &gop));
+    FV_ASSERT_OK(fv_conv2d_create(cpu, &cd, &cop));
+    int on, oh, ow, oc;
+    fv_conv2d_output_shape(gop, &on, &oh, &ow, &oc);
+    size_t nout = (size_t)on * oh * ow * oc;
+
+    fv_half *xh = malloc(nin * sizeof *xh), *yh = malloc(nout * sizeof *yh);
+    fv_f32_to_f16_n(x, xh, nin);
+    fv_tensor *gx = make(gpu, FV_DTYPE_F16, cc->n, cc->h, cc->w, cc->c);
+    fv_tensor *gy = make(gpu, FV_DTYPE_F16, on, oh, ow, oc);
+    FV_ASSERT_OK(fv_tensor_upload(gpu, gx, xh, nin * sizeof *xh));
+    /* poison the output: NaN everywhere it should write */
+    for (size_t i = 0; i < nout; i++)
+        yh[i] = 0x7e00;
+    FV_ASSERT_OK(fv_tensor_upload(gpu, gy, yh, nout * sizeof *yh));
+    FV_ASSERT_OK(fv_conv2d_forward(gop, gx, gy));
+    FV_ASSERT_OK(fv_tensor_download(gpu, gy, yh, nout * sizeof *yh));
+    FV_ASSERT_OK(fv_context_synchronize(gpu));
+
+    fv_tensor *cx = make(cpu, FV_DTYPE_F32, cc->n, cc->h, cc->w, cc->c);
+    fv_tensor *cy = make(cpu, FV_DTYPE_F32, on, oh, ow, oc);
+    float *ref = malloc(nout * sizeof *ref), *got = malloc(nout * sizeof *got);
+    FV_ASSERT_OK(fv_tensor_upload(cpu, cx, x, nin * sizeof *x));
+    FV_ASSERT_OK(fv_conv2d_forward(cop, cx, cy));
+    FV_ASSERT_OK(fv_tensor_download(cpu, cy, ref, nout * sizeof *ref));
+    fv_f16_to_f32_n(yh, got, nout);
+    double err = fv_test_rel_l2(got, ref, nout);
+
+    fv_conv2d_info info;
+    FV_ASSERT_OK(fv_conv2d_info_get(gop, &info));
+    if (verbose || err > 2e-3)
+        printf("  %dx%dx%dx%d k%d %dx%d s%d p%d d%d g%d %-12s bias%d: err %.2e  [%s %s, %s, %s, "
+               "ws %zu, tc %d]\n",
+               cc->n, cc->h, cc->w, cc->c, cc->k, cc->r, cc->s, cc->stride, cc->pad, cc->dil,
+               cc->groups, fv_activation_name(cc->act), cc->bias, err, info.path, info.engine,
+               info.choice, info.layout, info.workspace_bytes, info.tensor_cores);
+    fv_tensor_destroy(gx), fv_tensor_destroy(gy), fv_tensor_destroy(cx), fv_tensor_destroy(cy);
+    fv_conv2d_destroy(gop);
+    fv_conv2d_destroy(cop);
+    free(x), free(w), free(xh), free(yh), free(ref), free(got);
+    return err;
+}
+
+static void matches_cpu_reference(void **state) {
+    fv_test_seed(2024);
+    const conv_case cases[] = {
+        /* n  h   w   c   k  r  s st pad dil g  act                  alpha bias */
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 0},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 1},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0, 1},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0.25f, 1},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 1},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0, 1},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.2f, 0},
+        {2, 33, 17, 3, 5, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1},  /* odd C and K */
+        {1, 40, 40, 3, 32, 5, 5, 2, 2, 1, 1, FV_ACT_RELU, 0, 1},    /* stride 2 */
+        {1, 31, 29, 5, 7, 7, 7, 3, 3, 1, 1, FV_ACT_IDENTITY, 0, 1}, /* stride 3 */
+        {1, 24, 24, 8, 8, 3, 3, 1, 2, 2, 1, FV_ACT_RELU, 0, 1},     /* dilation 2 */
+        {1, 24, 24, 12, 12, 1, 1, 1, 0, 1, 1, FV_ACT_TANH, 0, 1},   /* 1x1 */
+        {1, 20, 20, 9, 9, 3, 1, 1, 0, 1, 1, FV_ACT_IDENTITY, 0, 1}, /* 3x1, no padding */
+        {1, 16, 16, 32, 32, 3, 3, 1, 1, 1, 32, FV_ACT_RELU, 0, 1},  /* depthwise */
+        {1, 16, 16, 6, 6, 3, 3, 1, 1, 1, 6, FV_ACT_IDENTITY, 0, 1}, /* depthwise, odd C */
+        {1, 16, 16, 32, 64, 3, 3, 1, 1, 1, 4, FV_ACT_RELU, 0, 1},   /* groups 4 (8 per group) */
+        {1, 16, 16, 6, 4, 3, 3, 1, 1, 1, 2, FV_ACT_IDENTITY, 0, 1}, /* groups 2, odd */
+        {1, 64, 64, 3, 3, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 0}, /* the Laplacian shape */
+        {1, 16, 16, 128, 256, 7, 7, 2, 3, 1, 1, FV_ACT_RELU, 0, 1}, /* a best-practices shape */
+    };
+    double worst = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double e = run_case(&cases[i], 1);
+        if (e > worst) worst = e;
+        if (!(e <= 2e-3)) fail_msg("case %zu: relative L2 error %.3e > 2e-3", i, e);
+    }
+    printf("  worst relative L2 error %.3e\n", worst);
+}
+
+/* The raw FP16 storage, padding lanes included, is visible through a MAPPED
+ * pool: poison every lane, run, and check padding is 0 (sigmoid(0) is 0.5, so
+ * sigmoid with K=3 is the case that needs the fix-up) and real lanes finite. */
+static void padded_lanes_stay_zero(void **state) {
+    const fv_activation acts[] = {FV_ACT_SIGMOID, FV_ACT_IDENTITY, FV_ACT_TANH};
+    enum { H = 9, W = 11, C = 3, K = 3 };
+    fv_pool *mapped = NULL;
+    fv_pool_desc pd = {.kind = FV_POOL_MAPPED, .bytes = 1 << 20, .name = "mapped-test"};
+    FV_ASSERT_OK(fv_pool_create(gpu, &pd, &mapped));
+    float w[K * C * 9], b[K];
+    fv_test_fill_uniform(w, K * C * 9, -1, 1);
+    fv_test_fill_uniform(b, K, -1, 1);
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+        fv_conv2d_desc d = {.h = H,
+                            .w = W,
+                            .c = C,
+                            .k = K,
+                            .r = 3,
+                            .s = 3,
+                            .pad_h = 1,
+                            .pad_w = 1,
+                            .activation = acts[a],
+                            .weights = w,
+                            .bias = b};
+        fv_conv2d *op;
+        FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+        fv_tensor *in = make(gpu, FV_DTYPE_F16, 1, H, W, C), *out = NULL;
+        fv_tensor_desc od = {.h = H, .w = W, .c = K, .pool = mapped};
+        FV_ASSERT_OK(fv_tensor_create(gpu, &od, &out));
+        fv_half xh[H * W * C];
+        for (int i = 0; i < H * W * C; i++)
+            xh[i] = fv_f32_to_f16(fv_test_rand_uniform(-1, 1));
+        FV_ASSERT_OK(fv_tensor_upload(gpu, in, xh, sizeof xh));
+        FV_ASSERT_OK(fv_context_synchronize(gpu));
+        fv_half *raw = fv_tensor_data(out); /* host address of mapped memory */
+        for (int i = 0; i < H * W * 8; i++)
+            raw[i] = 0x7e00; /* NaN in every lane */
+        FV_ASSERT_OK(fv_conv2d_forward(op, in, out));
+        FV_ASSERT_OK(fv_context_synchronize(gpu));
+        for (int p = 0; p < H * W; p++)
+            for (int k = 0; k < 8; k++) {
+                fv_half v = raw[p * 8 + k];
+                if (k >= K && v != 0)
+                    fail_msg("%s: pixel %d padded lane %d is 0x%04x, not 0",
+                             fv_activation_name(acts[a]), p, k, v);
+                if (k < K && isnan(fv_f16_to_f32(v)))
+                    fail_msg("%s: pixel %d lane %d not written", fv_activation_name(acts[a]), p, k);
+            }
+        fv_tensor_destroy(in), fv_tensor_destroy(out);
+        fv_conv2d_destroy(op);
+    }
+    fv_pool_destroy(mapped);
+}
+
+static void forward_loop_allocates_nothing(void **state) {
+    float w[16 * 16 * 9], b[16];
+    fv_test_fill_uniform(w, sizeof w / sizeof w[0], -1, 1);
+    fv_test_fill_uniform(b, 16, -1, 1);
+    fv_conv2d_desc d = {.h = 64,
+                        .w = 64,
+                        .c = 16,
+                        .k = 16,
+                        .r = 3,
+                        .s = 3,
+                        .pad_h = 1,
+                        .pad_w = 1,
+                        .activation = FV_ACT_RELU,
+                        .weights = w,
+                        .bias = b};
+    fv_conv2d *op;
+    FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+    fv_tensor *a = make(gpu, FV_DTYPE_F16, 1, 64, 64, 16),
+              *o = make(gpu, FV_DTYPE_F16, 1, 64, 64, 16);
+    FV_ASSERT_OK(fv_conv2d_forward(op, a, o)); /* warm-up */
+    FV_ASSERT_OK(fv_conv2d_forward(op, o, a));
+    fv_pool_stats before, after;
+    fv_pool *dev = fv_context_pool(gpu, FV_POOL_DEVICE);
+    FV_ASSERT_OK(fv_pool_stats_get(dev, &before));
+    for (int i = 0; i < 500; i++) {
+        FV_ASSERT_OK(fv_conv2d_forward(op, a, o)); /* ping-pong */
+        FV_ASSERT_OK(fv_conv2d_forward(op, o, a));
+    }
+    FV_ASSERT_OK(fv_context_synchronize(gpu));
+    FV_ASSERT_OK(fv_pool_stats_get(dev, &after));
+    assert_int_equal(after.backing_allocs, before.backing_allocs);
+    assert_int_equal(after.carve_outs, before.carve_outs);
+    assert_int_equal(after.in_use, before.in_use);
+    fv_tensor_destroy(a), fv_tensor_destroy(o);
+    fv_conv2d_destroy(op);
+}
+
+static void stream_capture_replays(void **state) {
+    enum { H = 48, W = 40, C = 8, K = 16 };
+    float w[K * C * 9], b[K], x[H * W * C];
+    fv_test_fill_uniform(w, sizeof w / sizeof w[0], -0.5f, 0.5f);
+    fv_test_fill_uniform(b, K, -0.5f, 0.5f);
+    fv_conv2d_desc d = {.h = H,
+                        .w = W,
+                        .c = C,
+                        .k = K,
+                        .r = 3,
+                        .s = 3,
+                        .pad_h = 1,
+                        .pad_w = 1,
+                        .activation = FV_ACT_TANH,
+                        .weights = w,
+                        .bias = b};
+    fv_conv2d *op;
+    FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+    fv_tensor *in = make(gpu, FV_DTYPE_F16, 1, H, W, C), *out = make(gpu, FV_DTYPE_F16, 1, H, W, K);
+    fv_half xh[H * W * C], direct[H * W * K], replay[H * W * K];
+    fv_test_fill_uniform(x, H * W * C, -1, 1);
+    fv_f32_to_f16_n(x, xh, H * W * C);
+    FV_ASSERT_OK(fv_tensor_upload(gpu, in, xh, sizeof xh));
+    FV_ASSERT_OK(fv_conv2d_forward(op, in, out)); /* warm: variant pack cached */
+    FV_ASSERT_OK(fv_tensor_download(gpu, out, direct, sizeof direct));
+    FV_ASSERT_OK(fv_context_synchronize(gpu));
+
+    cudaStream_t s;
+    FV_ASSERT_OK(fv_context_cuda_stream(gpu, &s));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    fv_status fs = fv_conv2d_forward(op, in, out);
+    cudaError_t ce = cudaStreamEndCapture(s, &graph);
+    FV_ASSERT_OK(fs);
+    assert_int_equal(ce, cudaSuccess);
+    assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    /* poison, then replay: the graph must write the same output */
+    fv_half poison[H * W * K];
+    for (int i = 0; i < H * W * K; i++)
+        poison[i] = 0x7e00;
+    FV_ASSERT_OK(fv_tensor_upload(gpu, out, poison, sizeof poison));
+    assert_int_equal(cudaGraphLaunch(exec, s), cudaSuccess);
+    FV_ASSERT_OK(fv_tensor_download(gpu, out, replay, sizeof replay));
+    FV_ASSERT_OK(fv_context_synchronize(gpu));
+    assert_memory_equal(direct, replay, sizeof direct);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    fv_tensor_destroy(in), fv_tensor_destroy(out);
+    fv_conv2d_destroy(op);
+}
+
+static void bad_input_is_refused(void **state) {
+    float w[9] = {0};
+    fv_conv2d_desc d = {
+        .h = 8, .w = 8, .c = 1, .k = 1, .r = 3, .s = 3, .dtype = FV_DTYPE_F32, .weights = w};
+    fv_conv2d *op = NULL;
+    FV_ASSERT_STATUS(fv_conv2d_create(gpu, &d, &op), FV_ERR_NOT_SUPPORTED, "F32");
+    d.dtype = FV_DTYPE_F16;
+    FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+    fv_tensor *in = make(gpu, FV_DTYPE_F16, 1, 8, 8, 1), *bad = make(gpu, FV_DTYPE_F16, 1, 8, 8, 2);
+    FV_ASSERT_STATUS(fv_conv2d_forward(op, in, bad), FV_ERR_BAD_SHAPE, "output tensor");
+    fv_tensor *pinned = NULL;
+    fv_tensor_desc pd = {.h = 6, .w = 6, .c = 1, .pool = fv_context_pool(gpu, FV_POOL_PINNED)};
+    FV_ASSERT_OK(fv_tensor_create(gpu, &pd, &pinned));
+    FV_ASSERT_STATUS(fv_conv2d_forward(op, in, pinned), FV_ERR_BAD_PARAM, "pinned");
+    fv_tensor_destroy(in), fv_tensor_destroy(bad), fv_tensor_destroy(pinned);
+    fv_conv2d_destroy(op);
+}
+
+int main(void) {
+    gpu = fv_test_gpu_context_or_skip();
+    cpu = fv_test_cpu_context(0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(matches_cpu_reference),          cmocka_unit_test(padded_lanes_stay_zero),
+        cmocka_unit_test(forward_loop_allocates_nothing), cmocka_unit_test(stream_capture_replays),
+        cmocka_unit_test(bad_input_is_refused),
+    };
+    int r = cmocka_run_group_tests(tests, NULL, NULL);
+    fv_context_destroy(cpu);
+    fv_context_destroy(gpu);
+    return r;
+}

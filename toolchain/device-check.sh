@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Build, test (unit + gpu labels) and benchmark on a GPU machine in one go.
+# Usage: toolchain/device-check.sh [OUTDIR]
+# Where build dependencies cannot be installed (no package registry), put
+# Debian .deb files of cmocka, libpng and libjpeg in .deps/: they are
+# unpacked under /tmp/fv-deps and used from there.
+set -uo pipefail
+out=${1:-${OUT:-/tmp/fv-out}}
+mkdir -p "$out"
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+extra=()
+if compgen -G ".deps/*.deb" >/dev/null; then
+  rm -rf /tmp/fv-deps && mkdir -p /tmp/fv-deps
+  for f in .deps/*.deb; do dpkg -x "$f" /tmp/fv-deps; done
+  find /tmp/fv-deps -name '*.pc' -delete # they name /usr, not where they were unpacked
+  export LD_LIBRARY_PATH=/tmp/fv-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  extra+=(-DCMAKE_PREFIX_PATH=/tmp/fv-deps/usr -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.used --format=csv | tee "$out/gpu.txt"
+start=$(date +%s)
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFV_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  ${CUDNN_ROOT:+-DCUDNN_ROOT=$CUDNN_ROOT} "${extra[@]}" 2>&1 | tee "$out/configure.log" | grep -E "fovea|cuDNN|CUDA|Error" 
+cmake --build build-gpu -j"$(nproc)" 2>&1 | tee "$out/build.log" | grep -E "error|warning|Error" | head -40
+echo "build: $(( $(date +%s) - start )) s"
+(cd build-gpu && ctest -L unit --output-on-failure 2>&1 | tee "$out/unit.log" | tail -15)
+(cd build-gpu && ctest -L gpu --output-on-failure -V 2>&1 | tee "$out/gpu.log" | grep -vE "^[0-9]+: \[ +(RUN|OK) " | tail -80)
+if [ -x build-gpu/apps/bench/fovea-bench ] && [ -n "${FV_BENCH:-}" ]; then
+  for b in $FV_BENCH; do
+    build-gpu/apps/bench/fovea-bench "$b" --json "$out/bench-$b.json" 2>&1 | tee "$out/bench-$b.log" | tail -40
+  done
+fi
+exit 0
