@@ -9,9 +9,8 @@ set(FV_CUDA_SOURCES
   ${_fv_cuda_dir}/kernels/pooling.cu
   ${_fv_cuda_dir}/kernels/pack.cu
 )
-# Convolution: a placeholder until the cuDNN engine replaces it (then list
-# conv_engine.c and kernels/conv_epilogue.cu here instead).
-list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/cuda_conv.c)
+# Convolution: the cuDNN graph-API engine (legacy API fallback) and its epilogue.
+list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/conv_engine.c ${_fv_cuda_dir}/kernels/conv_epilogue.cu)
 # Named in the "no kernel image for this GPU" message.
 string(REPLACE ";" " " _fv_cuda_archs "${CMAKE_CUDA_ARCHITECTURES}")
 set_source_files_properties(${_fv_cuda_dir}/cuda_backend.c PROPERTIES
