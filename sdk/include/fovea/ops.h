@@ -52,8 +52,9 @@ typedef struct fv_conv2d_desc {
     uint32_t reserved[8]; /* must be zero */
 } fv_conv2d_desc;
 
-/* Plans a convolution: checks the desc, converts and stores the weights in
- * the context's DEVICE pool. Returns FV_ERR_BAD_PARAM (desc invalid: the
+/* Plans a convolution: checks the desc, converts the weights once (FP16,
+ * KRSC, channels padded on CUDA) and stores them in the context's DEVICE pool
+ * (HOST pool on the CPU backend); chooses the engine. Returns FV_ERR_BAD_PARAM (desc invalid: the
  * message names the field and value), FV_ERR_NOT_SUPPORTED (the backend
  * cannot run it), FV_ERR_OUT_OF_MEMORY. */
 fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2d **out);

@@ -1,0 +1,90 @@
+/* Pixel arithmetic shared by the CPU and CUDA backends, which must agree bit
+ * for bit: YUV (BT.601 limited range) -> RGB, luma weights, and the rounding
+ * rule of unpack. Every helper is a fixed sequence of IEEE float operations,
+ * each rounded to nearest even: fv__mul and fv__add are never fused into an
+ * FMA (CUDA: __fmul_rn/__fadd_rn, which nvcc never contracts; C: plain
+ * operators, which gcc does not contract in ISO C mode (-std=c11, as fovea
+ * builds) and clang does not under the pragma below). Usable from C and CUDA. */
+#ifndef FOVEA_PIXEL_MATH_H
+#define FOVEA_PIXEL_MATH_H
+
+#include <math.h>
+
+#ifdef __CUDACC__
+#define FV_HD __host__ __device__
+#else
+#define FV_HD
+#endif
+
+#if defined(__clang__) && !defined(__CUDACC__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+FV_HD static inline float fv__mul(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+FV_HD static inline float fv__add(float a, float b) {
+#ifdef __CUDA_ARCH__
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+
+FV_HD static inline float fv__clamp255(float x) {
+    return x < 0.0f ? 0.0f : (x > 255.0f ? 255.0f : x);
+}
+
+/* BT.601 limited range, from bytes given as floats (0..255):
+ *   c = 1.164 (Y - 16), d = U - 128, e = V - 128
+ *   R = clamp(c + 1.596 e)
+ *   G = clamp((c - 0.392 d) - 0.813 e)
+ *   B = clamp(c + 2.017 d)
+ * clamped to [0, 255] (not rounded) before pack's scale and bias. */
+FV_HD static inline void fv__yuv_to_rgb(float y, float u, float v, float *r, float *g, float *b) {
+    float c = fv__mul(1.164f, fv__add(y, -16.0f));
+    float d = fv__add(u, -128.0f);
+    float e = fv__add(v, -128.0f);
+    *r = fv__clamp255(fv__add(c, fv__mul(1.596f, e)));
+    *g = fv__clamp255(fv__add(fv__add(c, fv__mul(-0.392f, d)), fv__mul(-0.813f, e)));
+    *b = fv__clamp255(fv__add(c, fv__mul(2.017f, d)));
+}
+
+/* Luma of R, G, B bytes (as floats): (0.299 R + 0.587 G) + 0.114 B. */
+FV_HD static inline float fv__rgb_to_gray(float r, float g, float b) {
+    return fv__add(fv__add(fv__mul(0.299f, r), fv__mul(0.587f, g)), fv__mul(0.114f, b));
+}
+
+/* Pack: value = byte * scale + bias. */
+FV_HD static inline float fv__pack_value(float byte, float scale, float bias) {
+    return fv__add(fv__mul(byte, scale), bias);
+}
+
+/* Unpack, the exact rule (x is the tensor value as float):
+ *   t = floor((x * scale + bias) + 0.5)      each step a rounded float op
+ *   byte = 0 if t <= 0 or t is NaN, 255 if t >= 255, else t.
+ * (round half up, then clamp). Under desc.absolute, x is |x| first. */
+FV_HD static inline unsigned char fv__unpack_byte(float x, float scale, float bias) {
+    float t = floorf(fv__add(fv__add(fv__mul(x, scale), bias), 0.5f));
+    if (!(t > 0.0f)) return 0;
+    if (t >= 255.0f) return 255;
+    return (unsigned char)t;
+}
+
+/* The value GRAY8 unpack takes from a tensor of 3 or more channels: the mean
+ * of channels 0..2 (each already |x| under desc.absolute), as
+ * ((c0 + c1) + c2) / 3 with a correctly rounded division. */
+FV_HD static inline float fv__mean3(float c0, float c1, float c2) {
+#ifdef __CUDA_ARCH__
+    return __fdiv_rn(fv__add(fv__add(c0, c1), c2), 3.0f);
+#else
+    return fv__add(fv__add(c0, c1), c2) / 3.0f;
+#endif
+}
+
+#endif
