@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "fovea/fovea_cuda.h"
 #include "fv_test.h"
 
@@ -17,6 +18,7 @@ typedef struct conv_case {
     fv_activation act;
     float alpha;
     int bias;
+    uint32_t flags;
 } conv_case;
 
 static fv_tensor *make(fv_context *ctx, fv_dtype dt, int n, int h, int w, int c) {
@@ -98,10 +100,16 @@ static double run_case(const conv_case *cc, int verbose) {
     FV_ASSERT_OK(fv_conv2d_info_get(gop, &info));
     if (verbose || err > 2e-3)
         printf("  %dx%dx%dx%d k%d %dx%d s%d p%d d%d g%d %-12s bias%d: err %.2e  [%s %s, %s, %s, "
-               "ws %zu, tc %d]\n",
+               "ws %zu, tc %d, %d candidates, %.4f ms]\n",
                cc->n, cc->h, cc->w, cc->c, cc->k, cc->r, cc->s, cc->stride, cc->pad, cc->dil,
                cc->groups, fv_activation_name(cc->act), cc->bias, err, info.path, info.engine,
-               info.choice, info.layout, info.workspace_bytes, info.tensor_cores);
+               info.choice, info.layout, info.workspace_bytes, info.tensor_cores, info.candidates,
+               (double)info.measured_ms);
+    if (cc->flags & FV_CONV2D_AUTOTUNE) {
+        assert_true(info.measured_ms > 0.0f);
+        assert_true(info.candidates >= 1);
+        assert_non_null(strstr(info.choice, "autotune"));
+    }
     fv_tensor_destroy(gx), fv_tensor_destroy(gy), fv_tensor_destroy(cx), fv_tensor_destroy(cy);
     fv_conv2d_destroy(gop);
     fv_conv2d_destroy(cop);
@@ -113,27 +121,27 @@ static void matches_cpu_reference(void **state) {
     fv_test_seed(2024);
     const conv_case cases[] = {
         /* n  h   w   c   k  r  s st pad dil g  act                  alpha bias */
-        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 0},
-        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 1},
-        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1},
-        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0, 1},
-        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0.25f, 1},
-        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1},
-        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 1},
-        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0, 1},
-        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.2f, 0},
-        {2, 33, 17, 3, 5, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1},  /* odd C and K */
-        {1, 40, 40, 3, 32, 5, 5, 2, 2, 1, 1, FV_ACT_RELU, 0, 1},    /* stride 2 */
-        {1, 31, 29, 5, 7, 7, 7, 3, 3, 1, 1, FV_ACT_IDENTITY, 0, 1}, /* stride 3 */
-        {1, 24, 24, 8, 8, 3, 3, 1, 2, 2, 1, FV_ACT_RELU, 0, 1},     /* dilation 2 */
-        {1, 24, 24, 12, 12, 1, 1, 1, 0, 1, 1, FV_ACT_TANH, 0, 1},   /* 1x1 */
-        {1, 20, 20, 9, 9, 3, 1, 1, 0, 1, 1, FV_ACT_IDENTITY, 0, 1}, /* 3x1, no padding */
-        {1, 16, 16, 32, 32, 3, 3, 1, 1, 1, 32, FV_ACT_RELU, 0, 1},  /* depthwise */
-        {1, 16, 16, 6, 6, 3, 3, 1, 1, 1, 6, FV_ACT_IDENTITY, 0, 1}, /* depthwise, odd C */
-        {1, 16, 16, 32, 64, 3, 3, 1, 1, 1, 4, FV_ACT_RELU, 0, 1},   /* groups 4 (8 per group) */
-        {1, 16, 16, 6, 4, 3, 3, 1, 1, 1, 2, FV_ACT_IDENTITY, 0, 1}, /* groups 2, odd */
-        {1, 64, 64, 3, 3, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 0}, /* the Laplacian shape */
-        {1, 16, 16, 128, 256, 7, 7, 2, 3, 1, 1, FV_ACT_RELU, 0, 1}, /* a best-practices shape */
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 0, 0},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 1, 0},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, 0},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0, 1, 0},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0.25f, 1, 0},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, 0},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 1, 0},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0, 1, 0},
+        {1, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.2f, 0, 0},
+        {2, 33, 17, 3, 5, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, 0},  /* odd C and K */
+        {1, 40, 40, 3, 32, 5, 5, 2, 2, 1, 1, FV_ACT_RELU, 0, 1, 0},    /* stride 2 */
+        {1, 31, 29, 5, 7, 7, 7, 3, 3, 1, 1, FV_ACT_IDENTITY, 0, 1, 0}, /* stride 3 */
+        {1, 24, 24, 8, 8, 3, 3, 1, 2, 2, 1, FV_ACT_RELU, 0, 1, 0},     /* dilation 2 */
+        {1, 24, 24, 12, 12, 1, 1, 1, 0, 1, 1, FV_ACT_TANH, 0, 1, 0},   /* 1x1 */
+        {1, 20, 20, 9, 9, 3, 1, 1, 0, 1, 1, FV_ACT_IDENTITY, 0, 1, 0}, /* 3x1, no padding */
+        {1, 16, 16, 32, 32, 3, 3, 1, 1, 1, 32, FV_ACT_RELU, 0, 1, 0},  /* depthwise */
+        {1, 16, 16, 6, 6, 3, 3, 1, 1, 1, 6, FV_ACT_IDENTITY, 0, 1, 0}, /* depthwise, odd C */
+        {1, 16, 16, 32, 64, 3, 3, 1, 1, 1, 4, FV_ACT_RELU, 0, 1, 0},   /* groups 4 (8 per group) */
+        {1, 16, 16, 6, 4, 3, 3, 1, 1, 1, 2, FV_ACT_IDENTITY, 0, 1, 0}, /* groups 2, odd */
+        {1, 64, 64, 3, 3, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 0, 0}, /* the Laplacian shape */
+        {1, 16, 16, 128, 256, 7, 7, 2, 3, 1, 1, FV_ACT_RELU, 0, 1, 0}, /* a best-practices shape */
     };
     double worst = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -196,6 +204,122 @@ static void padded_lanes_stay_zero(void **state) {
         fv_conv2d_destroy(op);
     }
     fv_pool_destroy(mapped);
+}
+
+/* Autotuned ops compute the same function (every candidate the tuner may
+ * pick, including C declared as 3 or 4 instead of 8, must be right). */
+static void autotuned_matches_cpu_reference(void **state) {
+    fv_test_seed(77);
+    const uint32_t T = FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE;
+    const conv_case cases[] = {
+        {1, 64, 80, 3, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, T},
+        {1, 64, 64, 3, 3, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 0, T},
+        {1, 40, 40, 5, 7, 3, 3, 2, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, T},
+        {2, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 1, T},
+        {1, 16, 16, 32, 32, 3, 3, 1, 1, 1, 32, FV_ACT_RELU, 0, 1, T},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double e = run_case(&cases[i], 1);
+        if (!(e <= 2e-3)) fail_msg("autotuned case %zu: relative L2 error %.3e > 2e-3", i, e);
+    }
+}
+
+/* Autotune in one context, save the profile, load it into a fresh one: the
+ * op is rebuilt from the profile (same engine, no heuristics) and is right. */
+static void profile_round_trip(void **state) {
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    float w[32 * 3 * 25], b[32];
+    fv_test_fill_uniform(w, sizeof w / sizeof w[0], -0.5f, 0.5f);
+    fv_test_fill_uniform(b, 32, -0.5f, 0.5f);
+    fv_conv2d_desc d = {.h = 72,
+                        .w = 96,
+                        .c = 3,
+                        .k = 32,
+                        .r = 5,
+                        .s = 5,
+                        .pad_h = 2,
+                        .pad_w = 2,
+                        .activation = FV_ACT_RELU,
+                        .weights = w,
+                        .bias = b,
+                        .flags = FV_CONV2D_AUTOTUNE};
+    fv_conv2d *op;
+    FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+    fv_conv2d_info tuned, loaded;
+    FV_ASSERT_OK(fv_conv2d_info_get(op, &tuned));
+    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+    fv_conv2d_destroy(op);
+
+    fv_context *ctx2 = NULL;
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+    const char *why = NULL;
+    int entries = 0;
+    fv_context_profile_status(ctx2, &why, &entries);
+    assert_string_equal(why, "");
+    assert_true(entries >= 1);
+    d.flags = 0;
+    FV_ASSERT_OK(fv_conv2d_create(ctx2, &d, &op));
+    FV_ASSERT_OK(fv_conv2d_info_get(op, &loaded));
+    printf("  tuned: %s %s (%s); loaded: %s %s (%s)\n", tuned.path, tuned.engine, tuned.layout,
+           loaded.path, loaded.engine, loaded.choice);
+    assert_non_null(strstr(loaded.choice, "profile"));
+    assert_string_equal(loaded.engine, tuned.engine);
+    assert_string_equal(loaded.layout, tuned.layout);
+    /* and it computes the same as the CPU reference */
+    fv_tensor *x = NULL, *y = NULL;
+    fv_tensor_desc xd = {.h = 72, .w = 96, .c = 3}, yd = {.h = 72, .w = 96, .c = 32};
+    FV_ASSERT_OK(fv_tensor_create(ctx2, &xd, &x));
+    FV_ASSERT_OK(fv_tensor_create(ctx2, &yd, &y));
+    static fv_half xh[72 * 96 * 3], yh[72 * 96 * 32];
+    static float xf[72 * 96 * 3], ref[72 * 96 * 32], got[72 * 96 * 32];
+    fv_test_fill_uniform(xf, 72 * 96 * 3, -1, 1);
+    fv_f32_to_f16_n(xf, xh, 72 * 96 * 3);
+    fv_f16_to_f32_n(xh, xf, 72 * 96 * 3);
+    FV_ASSERT_OK(fv_tensor_upload(ctx2, x, xh, sizeof xh));
+    FV_ASSERT_OK(fv_conv2d_forward(op, x, y));
+    FV_ASSERT_OK(fv_tensor_download(ctx2, y, yh, sizeof yh));
+    FV_ASSERT_OK(fv_context_synchronize(ctx2));
+    fv_f16_to_f32_n(yh, got, 72 * 96 * 32);
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        w[i] = fv_round_f16(w[i]);
+    for (int i = 0; i < 32; i++)
+        b[i] = fv_round_f16(b[i]);
+    fv_conv2d *cop;
+    fv_conv2d_desc cdsc = d;
+    cdsc.dtype = FV_DTYPE_F32;
+    FV_ASSERT_OK(fv_conv2d_create(cpu, &cdsc, &cop));
+    fv_tensor *cx = make(cpu, FV_DTYPE_F32, 1, 72, 96, 3),
+              *cy = make(cpu, FV_DTYPE_F32, 1, 72, 96, 32);
+    FV_ASSERT_OK(fv_tensor_upload(cpu, cx, xf, sizeof xf));
+    FV_ASSERT_OK(fv_conv2d_forward(cop, cx, cy));
+    FV_ASSERT_OK(fv_tensor_download(cpu, cy, ref, sizeof ref));
+    double err = fv_test_rel_l2(got, ref, 72 * 96 * 32);
+    printf("  profile-built op: rel L2 error %.2e\n", err);
+    assert_true(err <= 2e-3);
+    fv_tensor_destroy(x), fv_tensor_destroy(y), fv_tensor_destroy(cx), fv_tensor_destroy(cy);
+    fv_conv2d_destroy(op);
+    fv_conv2d_destroy(cop);
+    fv_context_destroy(ctx2);
+
+    /* a corrupt profile is ignored with a reason; the context still works */
+    FILE *f = fopen(path, "r+");
+    assert_non_null(f);
+    fseek(f, 3, SEEK_SET);
+    fputs("garbage", f);
+    fclose(f);
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+    fv_context_profile_status(ctx2, &why, &entries);
+    printf("  corrupt profile: %s\n", why);
+    assert_true(strlen(why) > 0);
+    assert_int_equal(entries, 0);
+    FV_ASSERT_OK(fv_conv2d_create(ctx2, &d, &op));
+    fv_conv2d_destroy(op);
+    fv_context_destroy(ctx2);
+    remove(path);
 }
 
 static void forward_loop_allocates_nothing(void **state) {
@@ -309,8 +433,12 @@ int main(void) {
     gpu = fv_test_gpu_context_or_skip();
     cpu = fv_test_cpu_context(0);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(matches_cpu_reference),          cmocka_unit_test(padded_lanes_stay_zero),
-        cmocka_unit_test(forward_loop_allocates_nothing), cmocka_unit_test(stream_capture_replays),
+        cmocka_unit_test(matches_cpu_reference),
+        cmocka_unit_test(padded_lanes_stay_zero),
+        cmocka_unit_test(autotuned_matches_cpu_reference),
+        cmocka_unit_test(profile_round_trip),
+        cmocka_unit_test(forward_loop_allocates_nothing),
+        cmocka_unit_test(stream_capture_replays),
         cmocka_unit_test(bad_input_is_refused),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);

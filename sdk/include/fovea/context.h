@@ -62,6 +62,12 @@ typedef struct fv_context_desc {
      * pool; one region shared by all ops of the context). 0 means 64 MiB.
      * Jetson memory is shared with the CPU: keep it small there. */
     size_t workspace_limit_bytes;
+    /* A device profile written by fovea-calibrate (or fv_context_profile_save):
+     * convolution engines chosen ahead of time, keyed by device, SM, cuDNN
+     * version and each op's signature. NULL: none. A missing, corrupt,
+     * truncated or mismatched profile is ignored with a warning through the
+     * log callback naming the reason; it never fails context creation. */
+    const char *profile_path;
     fv_log_fn log;          /* NULL: messages dropped */
     void *log_user;         /* passed to log */
     fv_log_level log_level; /* highest level delivered; default ERROR (0) */
@@ -113,6 +119,16 @@ fv_backend fv_context_backend(const fv_context *ctx);
 /* Blocks until all work queued on the context's streams has finished; the
  * first asynchronous error, if any, is returned here. */
 fv_status fv_context_synchronize(fv_context *ctx);
+
+/* Writes the context's engine choices (loaded from its profile, made by
+ * heuristics, or measured by autotuning) as a profile file, atomically
+ * (written beside path, then renamed). Returns FV_ERR_BAD_PARAM, FV_ERR_IO.
+ * On the CPU backend the profile has no entries. */
+fv_status fv_context_profile_save(fv_context *ctx, const char *path);
+
+/* Why the context's profile was not used ("" when it was, or none was
+ * given), and how many entries it holds. Either pointer may be NULL. */
+void fv_context_profile_status(const fv_context *ctx, const char **why_ignored, int *entries);
 
 /* The context's own pools (never NULL for a valid context, except
  * FV_POOL_MAPPED when the context has no mapped pool). */

@@ -49,8 +49,19 @@ typedef struct fv_conv2d_desc {
      * after the call. */
     const float *weights;
     const float *bias;    /* K values, or NULL for no bias; copied */
-    uint32_t reserved[8]; /* must be zero */
+    uint32_t flags;       /* FV_CONV2D_* */
+    uint32_t reserved[7]; /* must be zero */
 } fv_conv2d_desc;
+
+/* fv_conv2d_desc.flags */
+enum {
+    /* Time every engine configuration cuDNN supports for this op (CUDA
+     * events, after warm-up, median) and keep the fastest; the choice goes
+     * into the context's profile. Costs up to seconds per op at creation. */
+    FV_CONV2D_AUTOTUNE = 1u << 0,
+    /* Ignore the context's profile: choose by heuristics (or autotune). */
+    FV_CONV2D_NO_PROFILE = 1u << 1
+};
 
 /* Plans a convolution: checks the desc, converts the weights once (FP16,
  * KRSC, channels padded on CUDA) and stores them in the context's DEVICE pool
@@ -77,7 +88,9 @@ typedef struct fv_conv2d_info {
     size_t workspace_bytes; /* workspace the engine uses */
     char choice[64];        /* how it was chosen: "heuristics A #0", "fallback #2", ... */
     char layout[64];        /* the formulation: channel padding, groups */
-    uint32_t reserved[8];
+    float measured_ms;      /* autotuned (or profiled) time of one forward; 0 if not timed */
+    int candidates;         /* engine configs considered at creation */
+    uint32_t reserved[6];
 } fv_conv2d_info;
 
 /* Fills *out. Returns FV_ERR_BAD_PARAM if either is NULL. */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "profile.h"
 
 #define MIB ((size_t)1 << 20)
 
@@ -49,6 +50,52 @@ static fv_status check_desc(const fv_context_desc *d) {
     for (size_t i = 0; i < sizeof d->reserved / sizeof d->reserved[0]; i++)
         FV_REQUIRE(d->reserved[i] == 0, FV_ERR_BAD_PARAM, "context: reserved[%zu] must be zero", i);
     return FV_OK;
+}
+
+/* The identity a profile is keyed by: device name, SM, loaded cuDNN. */
+static void profile_header(const fv_context *ctx, fv__profile *p) {
+    snprintf(p->device, sizeof p->device, "%s", ctx->info.device_name);
+    p->sm = ctx->info.sm_major * 10 + ctx->info.sm_minor;
+    p->cudnn = ctx->info.cudnn_loaded;
+}
+
+/* Loads a profile; any problem leaves the context without one and a warning
+ * naming the reason (never a failure of context creation). */
+static void load_profile(fv_context *ctx, const char *path) {
+    if (ctx->backend != FV_BACKEND_CUDA) {
+        snprintf(ctx->profile_why, sizeof ctx->profile_why,
+                 "the CPU backend has no engines to choose");
+        fv__log(ctx, FV_LOG_WARN, "profile '%s' ignored: %s", path, ctx->profile_why);
+        return;
+    }
+    fv__profile loaded;
+    char why[sizeof ctx->profile_why];
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", fv_last_error()); /* loading is not a failed call */
+    fv_status s = fv__profile_load(path, ctx->profile, &loaded, why, sizeof why);
+    fv__error(FV_OK, "%s", saved);
+    if (s != FV_OK) {
+        fv__profile_free(&loaded);
+        snprintf(ctx->profile_why, sizeof ctx->profile_why, "%s", why);
+        fv__log(ctx, FV_LOG_WARN, "profile '%s' ignored: %s", path, why);
+        return;
+    }
+    fv__profile_free(ctx->profile);
+    *ctx->profile = loaded;
+    fv__log(ctx, FV_LOG_INFO, "profile '%s': %d engine choices for %s", path, loaded.n,
+            loaded.device);
+}
+
+fv_status fv_context_profile_save(fv_context *ctx, const char *path) {
+    FV_REQUIRE(ctx && path, FV_ERR_BAD_PARAM, "fv_context_profile_save: %s is NULL",
+               ctx ? "path" : "ctx");
+    profile_header(ctx, ctx->profile);
+    return fv__profile_save(path, ctx->profile);
+}
+
+void fv_context_profile_status(const fv_context *ctx, const char **why_ignored, int *entries) {
+    if (why_ignored) *why_ignored = ctx ? ctx->profile_why : "";
+    if (entries) *entries = ctx && ctx->profile ? ctx->profile->n : 0;
 }
 
 fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
@@ -115,6 +162,14 @@ fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
         }
         ctx->pools[k]->owned_by_ctx = 1;
     }
+    ctx->profile = calloc(1, sizeof *ctx->profile);
+    if (!ctx->profile) {
+        fv_context_destroy(ctx);
+        return fv__error(FV_ERR_OUT_OF_MEMORY, "context: out of host memory");
+    }
+    fv__profile_init(ctx->profile);
+    profile_header(ctx, ctx->profile);
+    if (d.profile_path) load_profile(ctx, d.profile_path);
     fv__log(ctx, FV_LOG_INFO, "context: backend %s on %s", be->name, ctx->info.device_name);
     *out = ctx;
     return FV_OK;
@@ -123,6 +178,10 @@ fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
 void fv_context_destroy(fv_context *ctx) {
     if (!ctx) return;
     ctx->be->synchronize(ctx);
+    if (ctx->profile) {
+        fv__profile_free(ctx->profile);
+        free(ctx->profile);
+    }
     for (int k = 0; k < 4; k++)
         fv__pool_destroy(ctx->pools[k]);
     ctx->be->fini(ctx);

@@ -72,6 +72,8 @@ struct fv_context {
     fv_log_level log_level;
     uint32_t flags;
     size_t workspace_limit; /* bytes, from the desc (default filled) */
+    struct fv__profile *profile; /* engine choices: loaded, heuristic, autotuned */
+    char profile_why[256];       /* why the given profile was ignored, or "" */
 };
 
 struct fv_tensor {

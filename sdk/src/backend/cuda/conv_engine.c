@@ -1,452 +1,292 @@
-/* Convolution on the CUDA backend: cuDNN's graph (backend) API from C.
+/* Convolution on the CUDA backend.
  *
- * One fused graph per op: conv_fprop (FP16 NHWC in, FP32 compute) ->
- * pointwise bias add -> pointwise activation -> FP16 NHWC out. NHWC is
- * expressed by strides on NCHW-ordered dimensions. Channels are padded to
- * multiples of 8 (the tensors store them so); padded weights and bias are
- * zero, so padded output lanes are act(0), which is 0 for every activation
- * but sigmoid (fixed up by a small kernel).
+ * One fused cuDNN graph per op: conv_fprop (FP16 NHWC in, FP32 compute) ->
+ * bias add -> activation -> FP16 NHWC out (conv_graph.c). Channels are
+ * stored padded to 8; padded weights and bias are zero, so padded output
+ * lanes hold act(0): 0 for every activation but sigmoid, which a small
+ * kernel fixes up.
  *
- * Engine choice at creation: heuristics mode A, then the fallback list; the
- * first config whose plan finalizes within the workspace limit wins. When no
- * graph is supported (older cuDNN, unusual shapes) the legacy API runs the
- * convolution and a kernel adds bias and activation. Each op reports which.
+ * Engine choice at creation, in this order:
+ *  1. the context's profile (fovea-calibrate, or earlier autotuning): the
+ *     engine is rebuilt from its index and knobs, no heuristics, no timing;
+ *  2. with FV_CONV2D_AUTOTUNE: every config of heuristics A and the fallback
+ *     list, for each way of declaring the input channels (as they are,
+ *     padded to 4, padded to 8), plus the legacy algorithms, timed; fastest
+ *     kept;
+ *  3. otherwise heuristics A, then the fallback list, then the legacy API
+ *     (cudnnConvolutionForward + an epilogue kernel).
+ * Each op reports which (fv_conv2d_info). The choice goes into the
+ * context's profile (fv_context_profile_save).
  *
  * The run path does no host work beyond the launches: variant packs are
- * cached per (input, output, workspace) triple. */
+ * cached per (input, output, workspace), and the workspace is one region of
+ * the device pool shared by all ops of the context. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cuda_internal.h"
+#include "conv_engine.h"
+#include "fovea/fovea_cuda.h"
 #include "kernels/conv_epilogue.cuh"
 
-#define UID_X    1
-#define UID_W    2
-#define UID_B    3
-#define UID_Y    4
-#define UID_T1   5
-#define UID_T2   6
-#define VP_CACHE 4
-
-typedef cudnnBackendDescriptor_t bdesc;
-
-typedef enum { PATH_GRAPH = 1, PATH_LEGACY = 2 } conv_path;
-
-/* How the op is expressed to cuDNN. */
-typedef struct formulation {
-    int groups; /* groups in the cuDNN op */
-    int wc;     /* input channels per group in W */
-    int kp;     /* output channels (padded) */
-    int cp;     /* input channels as stored (padded) */
-    const char *name;
-} formulation;
+#define VP_CACHE  4
+#define MAX_FORMS 5
+#define MAX_CFGS  48
 
 typedef struct vp_entry {
     const void *x;
     void *y;
     void *ws;
-    bdesc vp;
+    fv__bdesc vp;
 } vp_entry;
 
 typedef struct conv_state {
-    conv_path path;
-    formulation f;
-    void *w; /* device FP16 [kp][r][s][wc] */
-    void *b; /* device FP16 [kp], or NULL */
-    size_t ws_bytes;
-    void *ws;           /* workspace carve-out, or NULL */
-    int zero_pad_lanes; /* sigmoid with kp > k: padded lanes need zeroing */
-    /* graph */
-    bdesc plan;
+    fv__conv_cand c;   /* the chosen way to run (owns its plan) */
+    fv__conv_legacy l; /* legacy descriptors (legacy path) */
+    void *w, *b;       /* device FP16 weights [kp][r][s][wc], bias [kp] (or NULL) */
     vp_entry vps[VP_CACHE];
     int vp_next;
-    /* legacy */
-    cudnnTensorDescriptor_t lx, ly;
-    cudnnFilterDescriptor_t lw;
-    cudnnConvolutionDescriptor_t lc;
-    cudnnConvolutionFwdAlgo_t algo;
-    /* report */
-    char engine[64], choice[64], layout[64];
-    int tensor_cores;
+    float ms;
+    int candidates;
 } conv_state;
 
-/* ---- small helpers -------------------------------------------------------- */
-#define TRY_BE(call)                                                                               \
-    do {                                                                                           \
-        cudnnStatus_t st__ = (call);                                                               \
-        if (st__ != CUDNN_STATUS_SUCCESS) return st__;                                             \
-    } while (0)
-
-static cudnnStatus_t set_attr(bdesc d, cudnnBackendAttributeName_t n, cudnnBackendAttributeType_t t,
-                              int64_t count, const void *v) {
-    return cudnnBackendSetAttribute(d, n, t, count, v);
+/* ---- the shared workspace ------------------------------------------------ */
+static fv_status workspace_reserve(fv_context *ctx, size_t bytes) {
+    fv__cuda_state *cs = fv__cuda_state_of(ctx);
+    if (bytes <= cs->ws_bytes) return FV_OK;
+    /* set-up time: the old region may be in use by queued work */
+    FV_CUDA_TRY(cudaStreamSynchronize(cs->stream));
+    fv_pool *dev = ctx->pools[FV_POOL_DEVICE];
+    fv_pool_free(dev, cs->ws);
+    cs->ws = NULL;
+    cs->ws_bytes = 0;
+    FV_TRY(fv_pool_alloc(dev, bytes, &cs->ws));
+    cs->ws_bytes = bytes;
+    return FV_OK;
 }
 
-static void destroy_desc(bdesc *d) {
-    if (*d) cudnnBackendDestroyDescriptor(*d);
-    *d = NULL;
+/* ---- formulations -------------------------------------------------------- */
+static int add_form(fv__conv_form *out, int n, int groups, int wc, int kp, int cs, int cd,
+                    const char *what) {
+    for (int i = 0; i < n; i++)
+        if (out[i].groups == groups && out[i].cd == cd && out[i].wc == wc) return n;
+    out[n] = (fv__conv_form){groups, wc, kp, cs, cd, ""};
+    if (cd == cs)
+        snprintf(out[n].name, sizeof out[n].name, "%s, C padded to %d, K to %d", what, cs, kp);
+    else
+        snprintf(out[n].name, sizeof out[n].name, "%s, C stored as %d, read as %d, K %d", what, cs,
+                 cd, kp);
+    return n + 1;
 }
 
-/* NHWC tensor as NCHW dims with NHWC strides. */
-static cudnnStatus_t make_tensor(bdesc *out, int64_t uid, cudnnDataType_t dt, int64_t n, int64_t c,
-                                 int64_t h, int64_t w, int is_virtual) {
-    int64_t dims[4] = {n, c, h, w};
-    int64_t strides[4] = {h * w * c, 1, w * c, c};
-    int64_t align = FV_ALIGN;
-    bool virt = is_virtual != 0;
-    TRY_BE(cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
-    TRY_BE(set_attr(*out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
-    TRY_BE(set_attr(*out, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims));
-    TRY_BE(set_attr(*out, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides));
-    TRY_BE(set_attr(*out, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
-    TRY_BE(set_attr(*out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
-    if (virt) TRY_BE(set_attr(*out, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt));
-    return cudnnBackendFinalize(*out);
-}
-
-static cudnnStatus_t make_pointwise(bdesc *op, bdesc *pw, cudnnPointwiseMode_t mode,
-                                    const fv_conv2d_desc *d, bdesc x, bdesc b, bdesc y) {
-    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-    TRY_BE(cudnnBackendCreateDescriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw));
-    TRY_BE(set_attr(*pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
-    TRY_BE(set_attr(*pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec));
-    if (mode == CUDNN_POINTWISE_RELU_FWD) {
-        float lower = 0.0f;
-        TRY_BE(set_attr(*pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, CUDNN_TYPE_FLOAT, 1, &lower));
-        if (d->activation == FV_ACT_CLIPPED_RELU) {
-            float upper = d->activation_alpha;
-            TRY_BE(
-                set_attr(*pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, CUDNN_TYPE_FLOAT, 1, &upper));
-        }
-        if (d->activation == FV_ACT_LEAKY_RELU) {
-            float slope = d->activation_alpha;
-            TRY_BE(set_attr(*pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, CUDNN_TYPE_FLOAT, 1,
-                            &slope));
-        }
-    }
-    TRY_BE(cudnnBackendFinalize(*pw));
-    TRY_BE(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op));
-    TRY_BE(set_attr(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
-                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, pw));
-    TRY_BE(
-        set_attr(*op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x));
-    if (b)
-        TRY_BE(set_attr(*op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                        &b));
-    TRY_BE(
-        set_attr(*op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y));
-    return cudnnBackendFinalize(*op);
-}
-
-/* Descriptors of one graph, destroyed together. */
-typedef struct graph_parts {
-    bdesc t[6]; /* x, w, b, y, t1, t2 */
-    bdesc conv, conv_op, pw[2], pw_op[2];
-    bdesc graph;
-} graph_parts;
-
-static void graph_parts_destroy(graph_parts *g) {
-    destroy_desc(&g->graph);
-    for (int i = 0; i < 2; i++)
-        destroy_desc(&g->pw_op[i]), destroy_desc(&g->pw[i]);
-    destroy_desc(&g->conv_op);
-    destroy_desc(&g->conv);
-    for (int i = 0; i < 6; i++)
-        destroy_desc(&g->t[i]);
-}
-
-static int act_is_fused_identity(const fv_conv2d *op) {
-    return op->desc.activation == FV_ACT_IDENTITY;
-}
-
-static cudnnStatus_t build_graph(const fv_conv2d *op, const formulation *f, cudnnHandle_t h,
-                                 graph_parts *g) {
+/* The ways to express the op, preferred first. all: include the declared-C
+ * variants (autotuning and profile look-ups); else only the padded ones. */
+static int formulations(const fv_conv2d *op, fv__conv_form *out, int all) {
     const fv_conv2d_desc *d = &op->desc;
-    int has_act = !act_is_fused_identity(op);
-    int nops = 1 + op->has_bias + has_act;
-    cudnnDataType_t half = CUDNN_DATA_HALF, flt = CUDNN_DATA_FLOAT;
-
-    TRY_BE(make_tensor(&g->t[0], UID_X, half, d->n, f->cp, d->h, d->w, 0));
-    {
-        int64_t dims[4] = {f->kp, f->wc, d->r, d->s};
-        int64_t strides[4] = {(int64_t)d->r * d->s * f->wc, 1, (int64_t)d->s * f->wc, f->wc};
-        int64_t uid = UID_W, align = FV_ALIGN;
-        TRY_BE(cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &g->t[1]));
-        TRY_BE(set_attr(g->t[1], CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &half));
-        TRY_BE(set_attr(g->t[1], CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims));
-        TRY_BE(set_attr(g->t[1], CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides));
-        TRY_BE(set_attr(g->t[1], CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
-        TRY_BE(set_attr(g->t[1], CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
-        TRY_BE(cudnnBackendFinalize(g->t[1]));
+    int cp = FV_ROUND_UP(d->c, 8), kp = FV_ROUND_UP(d->k, 8), n = 0;
+    if (d->groups > 1 && d->groups == d->c && d->c == d->k) {
+        n = add_form(out, n, cp, 1, cp, cp, cp, "depthwise");
+    } else if (d->groups > 1 && d->c % 8 == 0 && d->k % 8 == 0 && (d->c / d->groups) % 8 == 0 &&
+               (d->k / d->groups) % 8 == 0) {
+        n = add_form(out, n, d->groups, d->c / d->groups, d->k, d->c, d->c, "grouped");
     }
-    if (op->has_bias) TRY_BE(make_tensor(&g->t[2], UID_B, half, 1, f->kp, 1, 1, 0));
-    TRY_BE(make_tensor(&g->t[3], UID_Y, half, d->n, f->kp, op->p, op->q, 0));
-    /* conv output: Y itself when nothing follows, else a virtual FP32 tensor */
-    bdesc conv_out = g->t[3];
-    if (nops > 1) {
-        TRY_BE(make_tensor(&g->t[4], UID_T1, flt, d->n, f->kp, op->p, op->q, 1));
-        conv_out = g->t[4];
+    const char *dense = d->groups > 1 ? "groups as dense" : "dense";
+    n = add_form(out, n, 1, cp, kp, cp, cp, dense);
+    if (all && d->groups == 1) {
+        int c4 = FV_ROUND_UP(d->c, 4);
+        n = add_form(out, n, 1, c4, kp, cp, c4, dense);
+        n = add_form(out, n, 1, d->c, kp, cp, d->c, dense);
     }
-    {
-        int64_t dims = 2;
-        cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-        int64_t pad[2] = {d->pad_h, d->pad_w}, str[2] = {d->stride_h, d->stride_w},
-                dil[2] = {d->dilation_h, d->dilation_w};
-        TRY_BE(cudnnBackendCreateDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &g->conv));
-        TRY_BE(set_attr(g->conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &dims));
-        TRY_BE(set_attr(g->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &flt));
-        TRY_BE(set_attr(g->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1,
-                        &mode));
-        TRY_BE(set_attr(g->conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad));
-        TRY_BE(set_attr(g->conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad));
-        TRY_BE(set_attr(g->conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dil));
-        TRY_BE(set_attr(g->conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, str));
-        TRY_BE(cudnnBackendFinalize(g->conv));
-    }
-    {
-        float alpha = 1.0f, beta = 0.0f;
-        bdesc *c = &g->conv_op;
-        TRY_BE(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-                                            c));
-        TRY_BE(set_attr(*c, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
-                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->t[0]));
-        TRY_BE(set_attr(*c, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
-                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->t[1]));
-        TRY_BE(set_attr(*c, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
-                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_out));
-        TRY_BE(set_attr(*c, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
-                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->conv));
-        TRY_BE(set_attr(*c, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1,
-                        &alpha));
-        TRY_BE(set_attr(*c, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1,
-                        &beta));
-        TRY_BE(cudnnBackendFinalize(*c));
-    }
-    bdesc ops[3] = {g->conv_op, NULL, NULL};
-    int k = 1;
-    bdesc cur = conv_out;
-    if (op->has_bias) {
-        bdesc out = g->t[3];
-        if (has_act) {
-            TRY_BE(make_tensor(&g->t[5], UID_T2, flt, d->n, f->kp, op->p, op->q, 1));
-            out = g->t[5];
-        }
-        TRY_BE(make_pointwise(&g->pw_op[0], &g->pw[0], CUDNN_POINTWISE_ADD, d, cur, g->t[2], out));
-        ops[k++] = g->pw_op[0];
-        cur = out;
-    }
-    if (has_act) {
-        cudnnPointwiseMode_t m = d->activation == FV_ACT_SIGMOID ? CUDNN_POINTWISE_SIGMOID_FWD
-                                 : d->activation == FV_ACT_TANH  ? CUDNN_POINTWISE_TANH_FWD
-                                                                 : CUDNN_POINTWISE_RELU_FWD;
-        TRY_BE(make_pointwise(&g->pw_op[1], &g->pw[1], m, d, cur, NULL, g->t[3]));
-        ops[k++] = g->pw_op[1];
-    }
-    TRY_BE(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph));
-    TRY_BE(
-        set_attr(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, k, ops));
-    /* Without the handle on the graph, heuristics return configs that fail at
-     * execution with ARCH_MISMATCH. */
-    TRY_BE(set_attr(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
-    return cudnnBackendFinalize(g->graph);
+    return n;
 }
 
-/* Engine details of a config: global index and the tensor-core note. */
-static void engine_details(bdesc cfg, int64_t *index, int *tensor_cores) {
-    *index = -1;
-    *tensor_cores = 0;
-    bdesc eng = NULL;
-    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng)) return;
-    int64_t n = 0;
-    if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                                 &n, &eng) == CUDNN_STATUS_SUCCESS) {
-        cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
-                                 index);
-        cudnnBackendNumericalNote_t notes[16];
-        int64_t cnt = 0;
-        if (cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
-                                     CUDNN_TYPE_NUMERICAL_NOTE, 16, &cnt,
-                                     notes) == CUDNN_STATUS_SUCCESS)
-            for (int64_t i = 0; i < cnt; i++)
-                if (notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE) *tensor_cores = 1;
-    }
-    cudnnBackendDestroyDescriptor(eng);
-}
-
-/* Tries the configs of one heuristics mode in order; on success st->plan is
- * set. Returns 1 on success. */
-static int try_heuristics(fv_conv2d *op, conv_state *st, bdesc graph, cudnnHandle_t h,
-                          cudnnBackendHeurMode_t mode, const char *mode_name, size_t ws_limit,
-                          char *why, size_t why_n) {
-    bdesc heur = NULL;
-    int ok = 0;
-    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur)) return 0;
-    int64_t count = 0;
-    if (set_attr(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1,
-                 &graph) ||
-        set_attr(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode) ||
-        cudnnBackendFinalize(heur) ||
-        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                 0, &count, NULL) ||
-        count <= 0) {
-        snprintf(why, why_n, "heuristics %s: no configs", mode_name);
-        cudnnBackendDestroyDescriptor(heur);
-        return 0;
-    }
-    if (count > 64) count = 64;
-    bdesc cfgs[64] = {0};
-    int64_t got = 0;
-    for (int64_t i = 0; i < count; i++)
-        if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i])) count = i;
-    if (cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                 count, &got, cfgs) == 0) {
-        int too_big = 0, unsupported = 0;
-        for (int64_t i = 0; i < got && !ok; i++) {
-            bdesc plan = NULL;
-            if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan))
-                continue;
-            int64_t ws = 0, n = 0;
-            cudnnStatus_t s = set_attr(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[i]);
-#if CUDNN_VERSION < 90000
-            if (!s) s = set_attr(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h);
-#endif
-            if (!s) s = cudnnBackendFinalize(plan);
-            if (!s)
-                s = cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                             CUDNN_TYPE_INT64, 1, &n, &ws);
-            if (s) {
-                unsupported++;
-                cudnnBackendDestroyDescriptor(plan);
-                continue;
-            }
-            if ((size_t)ws > ws_limit) {
-                too_big++;
-                cudnnBackendDestroyDescriptor(plan);
-                continue;
-            }
-            int64_t idx;
-            engine_details(cfgs[i], &idx, &st->tensor_cores);
-            st->plan = plan;
-            st->ws_bytes = (size_t)ws;
-            snprintf(st->engine, sizeof st->engine, "eng%lld", (long long)idx);
-            snprintf(st->choice, sizeof st->choice, "heuristics %s #%lld of %lld", mode_name,
-                     (long long)i, (long long)got);
-            ok = 1;
-        }
-        if (!ok)
-            snprintf(why, why_n,
-                     "heuristics %s: %lld configs, %d unsupported, %d over the %zu-byte "
-                     "workspace limit",
-                     mode_name, (long long)got, unsupported, too_big, ws_limit);
-    }
-    for (int64_t i = 0; i < count; i++)
-        destroy_desc(&cfgs[i]);
-    cudnnBackendDestroyDescriptor(heur);
-    return ok;
-}
-
-/* ---- weights -------------------------------------------------------------- */
-/* KCRS FP32 -> FP16 [kp][r][s][wc] for formulation f (zero outside the op's
- * groups and in the padding). Host buffer of kp*r*s*wc halves. */
-static void pack_weights(const fv_conv2d *op, const formulation *f, const float *w, fv_half *out) {
+/* KCRS FP32 -> FP16 [kp][r][s][wc] for form f (zero outside the op's groups
+ * and in the padding). */
+static void pack_weights(const fv_conv2d *op, const fv__conv_form *f, const float *w,
+                         fv_half *out) {
     const fv_conv2d_desc *d = &op->desc;
     int cg = d->c / d->groups, kg = d->k / d->groups;
-    size_t n = (size_t)f->kp * d->r * d->s * f->wc;
-    memset(out, 0, n * sizeof *out);
+    memset(out, 0, (size_t)f->kp * d->r * d->s * f->wc * sizeof *out);
     for (int k = 0; k < d->k; k++) {
         int g = k / kg;
         for (int c = 0; c < cg; c++) {
-            int col; /* channel index within W's per-group slice */
-            if (f->groups == 1)
-                col = g * cg + c; /* dense expansion */
-            else if (f->wc == 1)
-                col = 0; /* depthwise */
-            else
-                col = c; /* native groups */
+            int col = f->groups == 1 ? g * cg + c : f->wc == 1 ? 0 : c;
             for (int r = 0; r < d->r; r++)
-                for (int s = 0; s < d->s; s++) {
-                    float v = w[(((size_t)k * cg + c) * d->r + r) * d->s + s];
-                    out[(((size_t)k * d->r + r) * d->s + s) * f->wc + col] = fv_f32_to_f16(v);
-                }
+                for (int s = 0; s < d->s; s++)
+                    out[(((size_t)k * d->r + r) * d->s + s) * f->wc + col] =
+                        fv_f32_to_f16(w[(((size_t)k * cg + c) * d->r + r) * d->s + s]);
         }
     }
 }
 
-/* ---- legacy path ------------------------------------------------------------ */
-static fv_status legacy_setup(fv_conv2d *op, conv_state *st, cudnnHandle_t h, size_t ws_limit) {
+/* Uploads weights and bias for form f into device carve-outs (set-up). */
+static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const float *weights,
+                                const float *bias, void **w, void **b) {
     const fv_conv2d_desc *d = &op->desc;
-    const formulation *f = &st->f;
-    FV_CUDNN_TRY(cudnnCreateTensorDescriptor(&st->lx));
-    FV_CUDNN_TRY(cudnnCreateTensorDescriptor(&st->ly));
-    FV_CUDNN_TRY(cudnnCreateFilterDescriptor(&st->lw));
-    FV_CUDNN_TRY(cudnnCreateConvolutionDescriptor(&st->lc));
-    FV_CUDNN_TRY(cudnnSetTensor4dDescriptor(st->lx, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, d->n, f->cp,
-                                            d->h, d->w));
-    FV_CUDNN_TRY(cudnnSetTensor4dDescriptor(st->ly, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, d->n, f->kp,
-                                            op->p, op->q));
-    FV_CUDNN_TRY(cudnnSetFilter4dDescriptor(st->lw, CUDNN_DATA_HALF, CUDNN_TENSOR_NHWC, f->kp,
-                                            f->wc, d->r, d->s));
-    FV_CUDNN_TRY(cudnnSetConvolution2dDescriptor(st->lc, d->pad_h, d->pad_w, d->stride_h,
-                                                 d->stride_w, d->dilation_h, d->dilation_w,
-                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    FV_CUDNN_TRY(cudnnSetConvolutionGroupCount(st->lc, f->groups));
-    FV_CUDNN_TRY(cudnnSetConvolutionMathType(st->lc, CUDNN_TENSOR_OP_MATH));
+    fv_pool *dev = op->ctx->pools[FV_POOL_DEVICE];
+    size_t nw = (size_t)f->kp * d->r * d->s * f->wc;
+    *w = *b = NULL;
+    fv_half *hw = malloc((nw + (size_t)f->kp) * sizeof *hw);
+    FV_REQUIRE(hw, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory for the weights");
+    pack_weights(op, f, weights, hw);
+    fv_half *hb = hw + nw;
+    memset(hb, 0, (size_t)f->kp * sizeof *hb);
+    if (bias)
+        for (int k = 0; k < d->k; k++)
+            hb[k] = fv_f32_to_f16(bias[k]);
+    fv_status s = fv_pool_alloc(dev, nw * sizeof *hw, w);
+    if (s == FV_OK) s = fv_pool_alloc(dev, (size_t)f->kp * sizeof *hb, b);
+    if (s == FV_OK) {
+        cudaError_t e = cudaMemcpy(*w, hw, nw * sizeof *hw, cudaMemcpyHostToDevice);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(*b, hb, (size_t)f->kp * sizeof *hb, cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) s = fv__cuda_fail(e, "cudaMemcpy(weights)", __FILE__, __LINE__);
+    }
+    free(hw);
+    if (s != FV_OK) {
+        fv_pool_free(dev, *w);
+        fv_pool_free(dev, *b);
+        *w = *b = NULL;
+        return fv__error_prefix(s, "conv2d weights");
+    }
+    return FV_OK;
+}
+
+/* ---- candidates ------------------------------------------------------------ */
+static void cand_free(fv__conv_cand *c) {
+    if (c->plan) cudnnBackendDestroyDescriptor(c->plan);
+    c->plan = NULL;
+}
+
+/* Graph candidates of form f from one heuristics mode into out[*n..]; stops
+ * after the first when first_only. Returns how many configs were offered. */
+static int graph_candidates(fv_conv2d *op, const fv__conv_form *f, fv__bdesc graph,
+                            cudnnBackendHeurMode_t mode, const char *mode_name, int first_only,
+                            fv__conv_cand *out, int *n, int max, int *too_big) {
+    fv_context *ctx = op->ctx;
+    fv__bdesc cfgs[MAX_CFGS] = {0};
+    int got = fv__conv_graph_configs(graph, mode, cfgs, MAX_CFGS);
+    for (int i = 0; i < got; i++) {
+        if (*n >= max || (first_only && *n > 0)) break;
+        fv__conv_cand c;
+        memset(&c, 0, sizeof c);
+        int64_t ws = 0;
+        if (fv__conv_plan(cfgs[i], fv__cuda_cudnn(ctx), &c.plan, &ws)) continue;
+        if ((size_t)ws > ctx->workspace_limit) {
+            (*too_big)++;
+            cand_free(&c);
+            continue;
+        }
+        fv__conv_cfg_describe(cfgs[i], &c.choice, &c.tensor_cores);
+        int dup = 0; /* the fallback list repeats engines of list A */
+        for (int j = 0; j < *n && !dup; j++)
+            dup = out[j].path == FV__PATH_GRAPH && out[j].f.cd == f->cd &&
+                  out[j].f.groups == f->groups && out[j].choice.engine == c.choice.engine &&
+                  out[j].choice.nknobs == c.choice.nknobs &&
+                  !memcmp(out[j].choice.knob_value, c.choice.knob_value,
+                          sizeof(int64_t) * (size_t)c.choice.nknobs);
+        if (dup) {
+            cand_free(&c);
+            continue;
+        }
+        c.path = FV__PATH_GRAPH;
+        c.f = *f;
+        c.ws = (size_t)ws;
+        c.choice.path = FV__PATH_GRAPH;
+        c.choice.cdecl_ = f->cd;
+        snprintf(c.engine, sizeof c.engine, "eng%lld", (long long)c.choice.engine);
+        snprintf(c.how, sizeof c.how, "heuristics %s #%d of %d", mode_name, i, got);
+        out[(*n)++] = c;
+    }
+    for (int i = 0; i < MAX_CFGS; i++)
+        if (cfgs[i]) cudnnBackendDestroyDescriptor(cfgs[i]);
+    return got;
+}
+
+/* Legacy candidates of form f (v7 heuristic order) into out[*n..]. */
+static fv_status legacy_candidates(fv_conv2d *op, const fv__conv_form *f, fv__conv_legacy *l,
+                                   int first_only, fv__conv_cand *out, int *n, int max) {
+    fv_context *ctx = op->ctx;
+    FV_TRY(fv__conv_legacy_init(op, f, l));
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int got = 0;
     FV_CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(
-        h, st->lx, st->lw, st->lc, st->ly, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-    static const char *names[] = {
-        "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
-        "WINOGRAD",      "WINOGRAD_NONFUSED"};
-    for (int i = 0; i < got; i++) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_limit) continue;
-        st->algo = perf[i].algo;
-        st->ws_bytes = perf[i].memory;
-        st->tensor_cores = perf[i].mathType == CUDNN_TENSOR_OP_MATH;
-        snprintf(st->engine, sizeof st->engine, "%s",
-                 (int)perf[i].algo < 8 ? names[perf[i].algo] : "algo");
-        snprintf(st->choice, sizeof st->choice, "v7 heuristic #%d of %d", i, got);
-        st->path = PATH_LEGACY;
+        fv__cuda_cudnn(ctx), l->x, l->w, l->c, l->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+    for (int i = 0; i < got && *n < max; i++) {
+        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ctx->workspace_limit)
+            continue;
+        fv__conv_cand c;
+        memset(&c, 0, sizeof c);
+        c.path = FV__PATH_LEGACY;
+        c.f = *f;
+        c.algo = perf[i].algo;
+        c.ws = perf[i].memory;
+        c.tensor_cores = perf[i].mathType == CUDNN_TENSOR_OP_MATH;
+        c.choice.path = FV__PATH_LEGACY;
+        c.choice.cdecl_ = f->cd;
+        c.choice.engine = perf[i].algo;
+        snprintf(c.engine, sizeof c.engine, "%s", fv__conv_algo_name(perf[i].algo));
+        snprintf(c.how, sizeof c.how, "legacy v7 #%d of %d", i, got);
+        out[(*n)++] = c;
+        if (first_only) break;
+    }
+    return FV_OK;
+}
+
+/* A candidate from a profile entry, or FV_ERR_NOT_SUPPORTED. */
+static fv_status from_profile(fv_conv2d *op, const fv__engine_choice *e, const fv__conv_form *forms,
+                              int nf, fv__conv_cand *out, fv__conv_legacy *l) {
+    fv_context *ctx = op->ctx;
+    cudnnHandle_t h = fv__cuda_cudnn(ctx);
+    for (int i = 0; i < nf; i++) {
+        if (forms[i].cd != e->cdecl_) continue;
+        memset(out, 0, sizeof *out);
+        out->f = forms[i];
+        out->choice = *e;
+        out->path = e->path;
+        if (e->path == FV__PATH_GRAPH) {
+            fv__conv_graph g;
+            fv__bdesc cfg = NULL;
+            int64_t ws = 0;
+            cudnnStatus_t s = fv__conv_graph_build(op, &forms[i], h, &g);
+            if (!s) s = fv__conv_cfg_from_choice(g.graph, e, &cfg);
+            if (!s) s = fv__conv_plan(cfg, h, &out->plan, &ws);
+            if (!s) fv__conv_cfg_describe(cfg, &out->choice, &out->tensor_cores);
+            if (cfg) cudnnBackendDestroyDescriptor(cfg);
+            fv__conv_graph_destroy(&g);
+            if (s || (size_t)ws > ctx->workspace_limit) {
+                cand_free(out);
+                continue;
+            }
+            out->ws = (size_t)ws;
+            snprintf(out->engine, sizeof out->engine, "eng%lld", (long long)e->engine);
+        } else {
+            if (e->engine < 0 || e->engine >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT) continue;
+            if (fv__conv_legacy_init(op, &forms[i], l) != FV_OK) {
+                fv__conv_legacy_destroy(l);
+                continue;
+            }
+            size_t ws = 0;
+            out->algo = (cudnnConvolutionFwdAlgo_t)e->engine;
+            if (cudnnGetConvolutionForwardWorkspaceSize(h, l->x, l->w, l->c, l->y, out->algo,
+                                                        &ws) ||
+                ws > ctx->workspace_limit) {
+                fv__conv_legacy_destroy(l);
+                continue;
+            }
+            out->ws = ws;
+            out->tensor_cores = 1;
+            snprintf(out->engine, sizeof out->engine, "%s", fv__conv_algo_name((int)e->engine));
+        }
+        snprintf(out->how, sizeof out->how, "profile (%s, %.4f ms)", e->how, (double)e->ms);
         return FV_OK;
     }
-    return fv__error(FV_ERR_NOT_SUPPORTED,
-                     "conv2d: cuDNN's legacy API has no algorithm for this convolution within "
-                     "the %zu-byte workspace limit",
-                     ws_limit);
+    return FV_ERR_NOT_SUPPORTED;
 }
 
-/* ---- create / destroy / forward ---------------------------------------------- */
-static void state_free(fv_context *ctx, conv_state *st) {
-    if (!st) return;
-    for (int i = 0; i < VP_CACHE; i++)
-        destroy_desc(&st->vps[i].vp);
-    destroy_desc(&st->plan);
-    if (st->lx) cudnnDestroyTensorDescriptor(st->lx);
-    if (st->ly) cudnnDestroyTensorDescriptor(st->ly);
-    if (st->lw) cudnnDestroyFilterDescriptor(st->lw);
-    if (st->lc) cudnnDestroyConvolutionDescriptor(st->lc);
-    fv_pool *dev = ctx->pools[FV_POOL_DEVICE];
-    fv_pool_free(dev, st->w);
-    fv_pool_free(dev, st->b);
-    fv_pool_free(dev, st->ws);
-    free(st);
-}
-
-/* The formulations to try, best first. */
-static int formulations(const fv_conv2d *op, formulation *out) {
-    const fv_conv2d_desc *d = &op->desc;
-    int cp = FV_ROUND_UP(d->c, 8), kp = FV_ROUND_UP(d->k, 8), n = 0;
-    if (d->groups > 1 && d->groups == d->c && d->c == d->k)
-        out[n++] = (formulation){cp, 1, cp, cp, "depthwise, C and K padded to 8"};
-    else if (d->groups > 1 && d->c % 8 == 0 && d->k % 8 == 0 && (d->c / d->groups) % 8 == 0 &&
-             (d->k / d->groups) % 8 == 0)
-        out[n++] = (formulation){d->groups, d->c / d->groups, d->k, d->c, "grouped"};
-    out[n++] = (formulation){1, cp, kp, cp,
-                             d->groups > 1 ? "groups expanded to dense, C and K padded to 8"
-                                           : "dense, C and K padded to 8"};
-    return n;
-}
+/* ---- create ---------------------------------------------------------------- */
+static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, conv_state *st,
+                        char *why, size_t why_n);
 
 fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const float *bias) {
     fv_context *ctx = op->ctx;
@@ -455,156 +295,209 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
                "conv2d: the CUDA backend runs F16 tensors (the tensor-core path); F32 is "
                "supported on the CPU backend only");
     FV_TRY(fv__cuda_bind(ctx));
-    cudnnHandle_t h = fv__cuda_cudnn(ctx);
-    fv_pool *dev = ctx->pools[FV_POOL_DEVICE];
-    formulation fs[2];
-    int nf = formulations(op, fs);
-    char why[2][256] = {"", ""};
-    fv_status s = FV_OK;
+    conv_state *st = calloc(1, sizeof *st);
+    FV_REQUIRE(st, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
+    char why[512] = "";
+    fv_status s = choose(op, weights, bias, st, why, sizeof why);
+    if (s == FV_OK) s = upload_weights(op, &st->c.f, weights, bias, &st->w, &st->b);
+    if (s == FV_OK) s = workspace_reserve(ctx, st->c.ws);
+    if (s != FV_OK) {
+        op->be_state = st;
+        fv__cuda_conv2d_destroy(op);
+        return s;
+    }
+    op->be_state = st;
+    /* remember the choice: fv_context_profile_save persists it */
+    fv__engine_choice e = st->c.choice;
+    fv__conv2d_key(d, op->has_bias, e.key, sizeof e.key);
+    e.workspace = st->c.ws;
+    e.ms = isfinite(st->ms) ? st->ms : 0.0f;
+    if (strncmp(st->c.how, "profile", 7) != 0) {
+        snprintf(e.how, sizeof e.how, "%s",
+                 (d->flags & FV_CONV2D_AUTOTUNE) ? "autotune" : "heuristics");
+        fv__profile_put(ctx->profile, &e); /* a full profile only loses persistence */
+    }
+    fv__log(ctx, FV_LOG_INFO, "conv2d %dx%dx%d -> %dx%dx%d (%dx%d): %s %s, %s, %s, ws %zu, %s",
+            d->h, d->w, d->c, op->p, op->q, d->k, d->r, d->s,
+            st->c.path == FV__PATH_GRAPH ? "graph" : "legacy", st->c.engine, st->c.how,
+            st->c.f.name, st->c.ws, st->c.tensor_cores ? "tensor cores" : "no tensor cores");
+    return FV_OK;
+}
 
-    for (int fi = 0; fi < nf; fi++) {
-        conv_state *st = calloc(1, sizeof *st);
-        FV_REQUIRE(st, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
-        st->f = fs[fi];
-        const formulation *f = &st->f;
-        graph_parts g;
-        memset(&g, 0, sizeof g);
-        cudnnStatus_t gs = build_graph(op, f, h, &g);
-        if (gs == CUDNN_STATUS_SUCCESS) {
-            if (!try_heuristics(op, st, g.graph, h, CUDNN_HEUR_MODE_A, "A", ctx->workspace_limit,
-                                why[fi], sizeof why[fi]))
-                try_heuristics(op, st, g.graph, h, CUDNN_HEUR_MODE_FALLBACK, "fallback",
-                               ctx->workspace_limit, why[fi], sizeof why[fi]);
-            if (st->plan) st->path = PATH_GRAPH;
-        } else {
-            snprintf(why[fi], sizeof why[fi], "graph not built: %s", cudnnGetErrorString(gs));
+static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, conv_state *st,
+                        char *why, size_t why_n) {
+    fv_context *ctx = op->ctx;
+    const fv_conv2d_desc *d = &op->desc;
+    cudnnHandle_t h = fv__cuda_cudnn(ctx);
+    int tune = (d->flags & FV_CONV2D_AUTOTUNE) != 0;
+    fv__conv_form forms[MAX_FORMS];
+    int nf = formulations(op, forms, 1);
+
+    /* 1. the profile */
+    if (!tune && !(d->flags & FV_CONV2D_NO_PROFILE)) {
+        char key[FV__PROFILE_KEY];
+        fv__conv2d_key(d, op->has_bias, key, sizeof key);
+        const fv__engine_choice *e = fv__profile_find(ctx->profile, key);
+        if (e) {
+            if (from_profile(op, e, forms, nf, &st->c, &st->l) == FV_OK) {
+                st->ms = e->ms;
+                st->candidates = 1;
+                return FV_OK;
+            }
+            fv__log(ctx, FV_LOG_WARN,
+                    "conv2d: profile entry %s (%s engine %lld) no longer builds here; choosing "
+                    "by heuristics",
+                    key, e->path == FV__PATH_GRAPH ? "graph" : "legacy", (long long)e->engine);
         }
-        graph_parts_destroy(&g);
-        if (!st->path) {
-            fv__log(ctx, FV_LOG_INFO, "conv2d (%s): no graph engine (%s); trying the legacy API",
-                    f->name, why[fi]);
-            s = legacy_setup(op, st, h, ctx->workspace_limit);
+    }
+    if (!tune) nf = formulations(op, forms, 0);
+
+    /* 2./3. candidates per formulation */
+    for (int fi = 0; fi < nf; fi++) {
+        const fv__conv_form *f = &forms[fi];
+        enum { MAXC = 64 };
+        fv__conv_cand *c = calloc(MAXC, sizeof *c);
+        FV_REQUIRE(c, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
+        int n = 0, too_big = 0, offered = 0;
+        fv__conv_graph g;
+        cudnnStatus_t gs = fv__conv_graph_build(op, f, h, &g);
+        if (gs == CUDNN_STATUS_SUCCESS) {
+            offered += graph_candidates(op, f, g.graph, CUDNN_HEUR_MODE_A, "A", !tune, c, &n, MAXC,
+                                        &too_big);
+            if (tune || n == 0)
+                offered += graph_candidates(op, f, g.graph, CUDNN_HEUR_MODE_FALLBACK, "fallback",
+                                            !tune, c, &n, MAXC, &too_big);
+        }
+        fv__conv_graph_destroy(&g);
+        fv__conv_legacy l;
+        memset(&l, 0, sizeof l);
+        int nlegacy_from = n;
+        if ((tune || n == 0) && f->cd == f->cs) {
+            fv_status ls = legacy_candidates(op, f, &l, !tune, c, &n, MAXC);
+            if (ls != FV_OK)
+                fv__log(ctx, FV_LOG_DEBUG, "conv2d (%s): legacy API: %s", f->name, fv_last_error());
+        }
+        size_t used = strlen(why);
+        snprintf(why + used, why_n - used,
+                 "%s[%s: graph %s, %d configs, %d over the workspace "
+                 "limit, %d legacy]",
+                 used ? " " : "", f->name, gs ? cudnnGetErrorString(gs) : "built", offered, too_big,
+                 n - nlegacy_from);
+        int best = n ? 0 : -1;
+        if (tune && n >= 1) {
+            float *ms = calloc((size_t)n, sizeof *ms);
+            void *w = NULL, *b = NULL;
+            fv_status s = ms ? upload_weights(op, f, weights, bias, &w, &b)
+                             : fv__error(FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
+            if (s == FV_OK) s = fv__conv_time(op, c, &l, n, w, b, ms);
+            fv_pool_free(ctx->pools[FV_POOL_DEVICE], w);
+            fv_pool_free(ctx->pools[FV_POOL_DEVICE], b);
             if (s != FV_OK) {
-                snprintf(why[fi] + strlen(why[fi]), sizeof why[fi] - strlen(why[fi]),
-                         "; legacy: %s", fv_last_error());
-                state_free(ctx, st);
-                continue;
+                free(ms);
+                for (int i = 0; i < n; i++)
+                    cand_free(&c[i]);
+                free(c);
+                fv__conv_legacy_destroy(&l);
+                return fv__error_prefix(s, "conv2d autotune");
+            }
+            best = -1;
+            for (int i = 0; i < n; i++)
+                if (isfinite(ms[i]) && (best < 0 || ms[i] < ms[best])) best = i;
+            /* compare across formulations: keep the faster */
+            if (best >= 0 && st->c.path && !(ms[best] < st->ms)) best = -1;
+            if (best >= 0) {
+                char from[48];
+                snprintf(from, sizeof from, "%.40s", c[best].how);
+                snprintf(c[best].how, sizeof c[best].how, "autotune: fastest, %.4f ms (%s)",
+                         (double)ms[best], from);
+                st->ms = ms[best];
+            }
+            free(ms);
+        }
+        st->candidates += n;
+        if (best >= 0) {
+            cand_free(&st->c);
+            fv__conv_legacy_destroy(&st->l);
+            st->c = c[best];
+            c[best].plan = NULL;
+            if (st->c.path == FV__PATH_LEGACY) {
+                st->l = l;
+                memset(&l, 0, sizeof l);
             }
         }
-        /* weights, bias and workspace from the device pool; uploaded once */
-        size_t nw = (size_t)f->kp * d->r * d->s * f->wc;
-        fv_half *hw = malloc(nw * sizeof *hw + (size_t)f->kp * sizeof(fv_half));
-        if (!hw) {
-            state_free(ctx, st);
-            return fv__error(FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
-        }
-        pack_weights(op, f, weights, hw);
-        fv_half *hb = hw + nw;
-        memset(hb, 0, (size_t)f->kp * sizeof *hb);
-        if (bias)
-            for (int k = 0; k < d->k; k++)
-                hb[k] = fv_f32_to_f16(bias[k]);
-        s = fv_pool_alloc(dev, nw * sizeof *hw, &st->w);
-        if (s == FV_OK && (bias || st->path == PATH_LEGACY))
-            s = fv_pool_alloc(dev, (size_t)f->kp * sizeof *hb, &st->b);
-        if (s == FV_OK && st->ws_bytes) s = fv_pool_alloc(dev, st->ws_bytes, &st->ws);
-        if (s == FV_OK) {
-            cudaError_t e = cudaMemcpy(st->w, hw, nw * sizeof *hw, cudaMemcpyHostToDevice);
-            if (e == cudaSuccess && st->b)
-                e = cudaMemcpy(st->b, hb, (size_t)f->kp * sizeof *hb, cudaMemcpyHostToDevice);
-            if (e != cudaSuccess) s = fv__cuda_fail(e, "cudaMemcpy(weights)", __FILE__, __LINE__);
-        }
-        free(hw);
-        if (s != FV_OK) {
-            state_free(ctx, st);
-            return fv__error_prefix(s, "conv2d weights");
-        }
-        st->zero_pad_lanes = d->activation == FV_ACT_SIGMOID && f->kp > d->k;
-        snprintf(st->layout, sizeof st->layout, "%s", f->name);
-        op->be_state = st;
-        fv__log(ctx, FV_LOG_INFO, "conv2d %dx%dx%d -> %dx%dx%d (%dx%d): %s %s, %s, ws %zu, %s",
-                d->h, d->w, d->c, op->p, op->q, d->k, d->r, d->s,
-                st->path == PATH_GRAPH ? "graph" : "legacy", st->engine, st->choice, st->ws_bytes,
-                st->tensor_cores ? "tensor cores" : "no tensor cores");
-        return FV_OK;
+        for (int i = 0; i < n; i++)
+            cand_free(&c[i]);
+        free(c);
+        fv__conv_legacy_destroy(&l);
+        if (st->c.path && !tune) return FV_OK;
     }
-    return fv__error(FV_ERR_NOT_SUPPORTED, "conv2d: no cuDNN engine runs this convolution: %s%s%s",
-                     why[0], nf > 1 ? " | " : "", nf > 1 ? why[1] : "");
+    if (st->c.path) return FV_OK;
+    return fv__error(FV_ERR_NOT_SUPPORTED,
+                     "conv2d %dx%dx%d -> K=%d %dx%d: no cuDNN engine runs it within the %zu-byte "
+                     "workspace limit: %s",
+                     d->h, d->w, d->c, d->k, d->r, d->s, ctx->workspace_limit, why);
 }
 
 void fv__cuda_conv2d_destroy(fv_conv2d *op) {
-    if (!op->be_state) return;
+    conv_state *st = op->be_state;
+    if (!st) return;
     fv_context_synchronize(op->ctx); /* nothing queued may still use the weights */
-    state_free(op->ctx, op->be_state);
+    for (int i = 0; i < VP_CACHE; i++)
+        if (st->vps[i].vp) cudnnBackendDestroyDescriptor(st->vps[i].vp);
+    cand_free(&st->c);
+    fv__conv_legacy_destroy(&st->l);
+    fv_pool *dev = op->ctx->pools[FV_POOL_DEVICE];
+    fv_pool_free(dev, st->w);
+    fv_pool_free(dev, st->b);
+    free(st);
     op->be_state = NULL;
 }
 
-/* The variant pack for (x, y, ws), cached: no host allocation once warm. */
-static fv_status variant_pack(conv_state *st, const void *x, void *y, bdesc *out) {
+/* ---- forward --------------------------------------------------------------- */
+static fv_status variant_pack(fv_conv2d *op, conv_state *st, const void *x, void *y, void *ws,
+                              fv__bdesc *out) {
     for (int i = 0; i < VP_CACHE; i++)
-        if (st->vps[i].vp && st->vps[i].x == x && st->vps[i].y == y && st->vps[i].ws == st->ws) {
+        if (st->vps[i].vp && st->vps[i].x == x && st->vps[i].y == y && st->vps[i].ws == ws) {
             *out = st->vps[i].vp;
             return FV_OK;
         }
     vp_entry *e = &st->vps[st->vp_next];
     st->vp_next = (st->vp_next + 1) % VP_CACHE;
-    destroy_desc(&e->vp);
-    int64_t uids[4] = {UID_X, UID_W, UID_Y, UID_B};
-    void *ptrs[4] = {(void *)x, st->w, y, st->b};
-    int64_t n = st->b ? 4 : 3;
-    FV_CUDNN_TRY(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &e->vp));
-    FV_CUDNN_TRY(set_attr(e->vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids));
-    FV_CUDNN_TRY(
-        set_attr(e->vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs));
-    FV_CUDNN_TRY(
-        set_attr(e->vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &st->ws));
-    FV_CUDNN_TRY(cudnnBackendFinalize(e->vp));
+    if (e->vp) cudnnBackendDestroyDescriptor(e->vp);
+    e->vp = NULL;
+    FV_CUDNN_TRY(fv__conv_variant_pack(op->has_bias, x, st->w, y, st->b, ws, &e->vp));
     e->x = x;
     e->y = y;
-    e->ws = st->ws;
+    e->ws = ws;
     *out = e->vp;
     return FV_OK;
 }
 
 fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out) {
-    fv_context *ctx = op->ctx;
     conv_state *st = op->be_state;
-    const fv_conv2d_desc *d = &op->desc;
-    cudnnHandle_t h = fv__cuda_cudnn(ctx);
+    void *ws = fv__cuda_state_of(op->ctx)->ws;
     const void *x = fv__tensor_ptr(in);
     void *y = fv__tensor_ptr(out);
-    if (st->path == PATH_GRAPH) {
-        bdesc vp = NULL;
-        FV_TRY(variant_pack(st, x, y, &vp));
-        FV_CUDNN_TRY(cudnnBackendExecute(h, st->plan, vp));
-        if (st->zero_pad_lanes)
-            FV_TRY(fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, (size_t)d->n * op->p * op->q,
-                                          st->f.kp, d->k, NULL, FV_ACT_IDENTITY, 0.0f));
-        return FV_OK;
-    }
-    float alpha = 1.0f, beta = 0.0f;
-    FV_CUDNN_TRY(cudnnConvolutionForward(h, &alpha, st->lx, x, st->lw, st->w, st->lc, st->algo,
-                                         st->ws, st->ws_bytes, &beta, st->ly, y));
-    return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, (size_t)d->n * op->p * op->q, st->f.kp,
-                                  d->k, op->has_bias ? st->b : NULL, d->activation,
-                                  d->activation_alpha);
+    fv__bdesc vp = NULL;
+    if (st->c.path == FV__PATH_GRAPH) FV_TRY(variant_pack(op, st, x, y, ws, &vp));
+    return fv__conv_run(op, &st->c, &st->l, vp, x, y, st->w, st->b, ws);
 }
 
 void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out) {
     const conv_state *st = op->be_state;
     if (!st) return;
-    snprintf(out->path, sizeof out->path, "%s", st->path == PATH_GRAPH ? "graph" : "legacy");
-    snprintf(out->engine, sizeof out->engine, "%s", st->engine);
-    snprintf(out->choice, sizeof out->choice, "%s", st->choice);
-    snprintf(out->layout, sizeof out->layout, "%s", st->layout);
-    out->tensor_cores = st->tensor_cores;
-    out->fused = st->path == PATH_GRAPH;
-    out->workspace_bytes = st->ws_bytes;
+    snprintf(out->path, sizeof out->path, "%s", st->c.path == FV__PATH_GRAPH ? "graph" : "legacy");
+    snprintf(out->engine, sizeof out->engine, "%s", st->c.engine);
+    snprintf(out->choice, sizeof out->choice, "%.63s", st->c.how);
+    snprintf(out->layout, sizeof out->layout, "%s", st->c.f.name);
+    out->tensor_cores = st->c.tensor_cores;
+    out->fused = st->c.path == FV__PATH_GRAPH;
+    out->workspace_bytes = st->c.ws;
+    out->measured_ms = isfinite(st->ms) ? st->ms : 0.0f;
+    out->candidates = st->candidates;
 }
 
-/* ---- fovea_cuda.h ------------------------------------------------------------ */
-#include "fovea/fovea_cuda.h"
-
+/* ---- fovea_cuda.h -------------------------------------------------------------- */
 fv_status fv_context_cuda_stream(fv_context *ctx, cudaStream_t *out) {
     FV_REQUIRE(ctx && out, FV_ERR_BAD_PARAM, "fv_context_cuda_stream: %s is NULL",
                ctx ? "out" : "ctx");

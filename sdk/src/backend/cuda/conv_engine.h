@@ -1,0 +1,80 @@
+/* The convolution engine's internals, shared by conv_engine.c (the op),
+ * conv_graph.c (cuDNN graph API: graphs, heuristics, engine configs) and
+ * conv_tune.c (autotuning). */
+#ifndef FOVEA_CONV_ENGINE_H
+#define FOVEA_CONV_ENGINE_H
+
+#include "../../core/profile.h"
+#include "cuda_internal.h"
+
+typedef cudnnBackendDescriptor_t fv__bdesc;
+
+/* How the op is expressed to cuDNN. */
+typedef struct fv__conv_form {
+    int groups; /* groups in the cuDNN op */
+    int wc;     /* input channels per group in W */
+    int kp;     /* output channels (padded to 8) */
+    int cs;     /* input channels as stored: the stride between pixels */
+    int cd;     /* input channels declared to cuDNN (<= cs): C, or C padded to 4 or 8 */
+    char name[64];
+} fv__conv_form;
+
+/* One runnable way to do the op: a finalized graph plan or a legacy algo. */
+typedef struct fv__conv_cand {
+    fv__engine_path path;
+    fv__conv_form f;
+    fv__bdesc plan;                 /* graph path */
+    cudnnConvolutionFwdAlgo_t algo; /* legacy path */
+    size_t ws;
+    int tensor_cores;
+    fv__engine_choice choice; /* engine, knobs, cdecl: what a profile stores */
+    char engine[64], how[160];
+} fv__conv_cand;
+
+/* Descriptors of one graph, destroyed together. */
+typedef struct fv__conv_graph {
+    fv__bdesc t[6]; /* x, w, b, y, t1, t2 */
+    fv__bdesc conv, conv_op, pw[2], pw_op[2];
+    fv__bdesc graph;
+} fv__conv_graph;
+
+cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f, cudnnHandle_t h,
+                                   fv__conv_graph *g);
+void fv__conv_graph_destroy(fv__conv_graph *g);
+/* Engine configs of a heuristics mode, best first, into cfgs (created here;
+ * destroy each). Returns how many (0 on any failure). */
+int fv__conv_graph_configs(fv__bdesc graph, cudnnBackendHeurMode_t mode, fv__bdesc *cfgs, int max);
+/* Finalizes a plan for cfg; *ws its workspace. */
+cudnnStatus_t fv__conv_plan(fv__bdesc cfg, cudnnHandle_t h, fv__bdesc *plan, int64_t *ws);
+/* Engine global index, knobs and the tensor-core note of cfg. */
+void fv__conv_cfg_describe(fv__bdesc cfg, fv__engine_choice *c, int *tensor_cores);
+/* Rebuilds an engine config from a stored choice (no heuristics). */
+cudnnStatus_t fv__conv_cfg_from_choice(fv__bdesc graph, const fv__engine_choice *c, fv__bdesc *cfg);
+
+/* Legacy API: descriptors of a formulation, and its algos best first. */
+typedef struct fv__conv_legacy {
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t c;
+} fv__conv_legacy;
+fv_status fv__conv_legacy_init(const fv_conv2d *op, const fv__conv_form *f, fv__conv_legacy *l);
+void fv__conv_legacy_destroy(fv__conv_legacy *l);
+const char *fv__conv_algo_name(int algo);
+
+/* A variant pack binding device pointers to the graph's tensors. */
+cudnnStatus_t fv__conv_variant_pack(int has_bias, const void *x, const void *w, void *y,
+                                    const void *b, void *ws, fv__bdesc *vp);
+/* Runs a candidate once on the context's stream: graph candidates through vp
+ * (made for the same pointers), legacy ones through l; then the epilogue the
+ * path needs. No host allocation. */
+fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_legacy *l,
+                       fv__bdesc vp, const void *x, void *y, const void *w, const void *b,
+                       void *ws);
+
+/* Times candidates (warm-up, median of events) with scratch input/output
+ * carved from the device pool; ms[i] gets each median (INFINITY when it
+ * failed). Returns FV_ERR_OUT_OF_MEMORY when scratch cannot be carved. */
+fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *legacy, int n,
+                        const void *w, const void *b, float *ms);
+
+#endif

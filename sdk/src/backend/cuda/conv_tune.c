@@ -1,0 +1,133 @@
+/* Autotuning: run each candidate on random data and time it with CUDA
+ * events (warm-up first, then the median of several runs). Scratch input and
+ * output are carved from the device pool for the duration and returned. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "conv_engine.h"
+#include "kernels/conv_epilogue.cuh"
+
+#define TUNE_WARMUP 2
+#define TUNE_RUNS   7
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+cudnnStatus_t fv__conv_variant_pack(int has_bias, const void *x, const void *w, void *y,
+                                    const void *b, void *ws, fv__bdesc *vp) {
+    int64_t uids[4] = {1, 2, 4, 3}; /* X, W, Y, B */
+    void *ptrs[4] = {(void *)x, (void *)w, y, (void *)b};
+    int64_t n = has_bias ? 4 : 3;
+    cudnnStatus_t s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, vp);
+    if (!s)
+        s = cudnnBackendSetAttribute(*vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n,
+                                     uids);
+    if (!s)
+        s = cudnnBackendSetAttribute(*vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                                     CUDNN_TYPE_VOID_PTR, n, ptrs);
+    if (!s)
+        s = cudnnBackendSetAttribute(*vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
+                                     &ws);
+    if (!s) s = cudnnBackendFinalize(*vp);
+    if (s && *vp) {
+        cudnnBackendDestroyDescriptor(*vp);
+        *vp = NULL;
+    }
+    return s;
+}
+
+fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_legacy *l,
+                       fv__bdesc vp, const void *x, void *y, const void *w, const void *b,
+                       void *ws) {
+    fv_context *ctx = op->ctx;
+    const fv_conv2d_desc *d = &op->desc;
+    cudnnHandle_t h = fv__cuda_cudnn(ctx);
+    size_t pixels = (size_t)d->n * op->p * op->q;
+    if (c->path == FV__PATH_GRAPH) {
+        FV_CUDNN_TRY(cudnnBackendExecute(h, c->plan, vp));
+        if (d->activation == FV_ACT_SIGMOID && c->f.kp > d->k)
+            return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL,
+                                          FV_ACT_IDENTITY, 0.0f);
+        return FV_OK;
+    }
+    float alpha = 1.0f, beta = 0.0f;
+    FV_CUDNN_TRY(cudnnConvolutionForward(h, &alpha, l->x, x, l->w, w, l->c, c->algo, ws, c->ws,
+                                         &beta, l->y, y));
+    return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k,
+                                  op->has_bias ? b : NULL, d->activation, d->activation_alpha);
+}
+
+fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *legacy, int n,
+                        const void *w, const void *b, float *ms) {
+    fv_context *ctx = op->ctx;
+    const fv_conv2d_desc *d = &op->desc;
+    fv_pool *dev = ctx->pools[FV_POOL_DEVICE];
+    cudaStream_t stream = fv__cuda_stream(ctx);
+    for (int i = 0; i < n; i++)
+        ms[i] = INFINITY;
+    if (n == 0) return FV_OK;
+    size_t xb = (size_t)d->n * d->h * d->w * cands[0].f.cs * 2;
+    size_t yb = (size_t)d->n * op->p * op->q * cands[0].f.kp * 2;
+    size_t wsb = 0;
+    for (int i = 0; i < n; i++)
+        if (cands[i].ws > wsb) wsb = cands[i].ws;
+    void *x = NULL, *y = NULL, *ws = NULL;
+    fv_status s = fv_pool_alloc(dev, xb, &x);
+    if (s == FV_OK) s = fv_pool_alloc(dev, yb, &y);
+    if (s == FV_OK && wsb) s = fv_pool_alloc(dev, wsb, &ws);
+    fv_half *hx = s == FV_OK ? malloc(xb) : NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if (s == FV_OK && !hx) s = fv__error(FV_ERR_OUT_OF_MEMORY, "autotune: out of host memory");
+    if (s == FV_OK) {
+        /* random inputs in [-1, 1), never zeros: zeros can run faster */
+        uint64_t r = 0x9E3779B97F4A7C15ull;
+        for (size_t i = 0; i < xb / 2; i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            hx[i] = fv_f32_to_f16((float)((r >> 11) * (2.0 / 9007199254740992.0) - 1.0));
+        }
+        cudaError_t e = cudaMemcpy(x, hx, xb, cudaMemcpyHostToDevice);
+        if (e == cudaSuccess) e = cudaEventCreate(&e0);
+        if (e == cudaSuccess) e = cudaEventCreate(&e1);
+        if (e != cudaSuccess) s = fv__cuda_fail(e, "autotune set-up", __FILE__, __LINE__);
+    }
+    for (int i = 0; s == FV_OK && i < n; i++) {
+        float t[TUNE_RUNS];
+        fv_status rs = FV_OK;
+        fv__bdesc vp = NULL;
+        if (cands[i].path == FV__PATH_GRAPH &&
+            fv__conv_variant_pack(op->has_bias, x, w, y, b, ws, &vp) != CUDNN_STATUS_SUCCESS)
+            continue;
+        for (int k = 0; rs == FV_OK && k < TUNE_WARMUP; k++)
+            rs = fv__conv_run(op, &cands[i], legacy, vp, x, y, w, b, ws);
+        for (int k = 0; rs == FV_OK && k < TUNE_RUNS; k++) {
+            cudaEventRecord(e0, stream);
+            rs = fv__conv_run(op, &cands[i], legacy, vp, x, y, w, b, ws);
+            cudaEventRecord(e1, stream);
+            if (rs == FV_OK && cudaEventSynchronize(e1) == cudaSuccess)
+                cudaEventElapsedTime(&t[k], e0, e1);
+            else if (rs == FV_OK)
+                rs = FV_ERR_CUDA;
+        }
+        if (vp) cudnnBackendDestroyDescriptor(vp);
+        if (rs != FV_OK) {
+            /* an engine that fails at run time is skipped, not fatal */
+            cudaGetLastError();
+            cudaStreamSynchronize(stream);
+            fv__log(ctx, FV_LOG_DEBUG, "autotune: %s failed at run time: %s", cands[i].engine,
+                    fv_last_error());
+            continue;
+        }
+        qsort(t, TUNE_RUNS, sizeof t[0], cmp_float);
+        ms[i] = t[TUNE_RUNS / 2];
+    }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaStreamSynchronize(stream);
+    free(hx);
+    fv_pool_free(dev, x);
+    fv_pool_free(dev, y);
+    fv_pool_free(dev, ws);
+    return s;
+}
