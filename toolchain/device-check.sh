@@ -27,7 +27,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.used --format=csv | 
 start=$(date +%s)
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFV_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   ${CUDNN_ROOT:+-DCUDNN_ROOT=$CUDNN_ROOT} "${extra[@]}" 2>&1 | tee "$out/configure.log" | grep -E "fovea|cuDNN|CUDA|Error" 
-cmake --build build-gpu -j"$(nproc)" 2>&1 | tee "$out/build.log" | grep -E "error|warning|Error" | head -40
+cmake --build build-gpu -j"$(nproc)" -- -k 2>&1 | tee "$out/build.log" | grep -E "error|warning|Error" | head -40
 echo "build: $(( $(date +%s) - start )) s"
 (cd build-gpu && ctest -L unit --output-on-failure 2>&1 | tee "$out/unit.log" | tail -15)
 (cd build-gpu && ctest -L gpu --output-on-failure -V 2>&1 | tee "$out/gpu.log" | grep -vE "^[0-9]+: \[ +(RUN|OK) |build-gpu/tests" | tail -80)

@@ -47,7 +47,8 @@ static fv_conv2d_desc desc_of(const conv_case *cc, fv_dtype dt, const float *w, 
                             .activation_alpha = cc->alpha,
                             .dtype = dt,
                             .weights = w,
-                            .bias = cc->bias ? b : NULL};
+                            .bias = cc->bias ? b : NULL,
+                            .flags = dt == FV_DTYPE_F16 ? cc->flags : 0};
 }
 
 /* Runs one case on both backends; returns the relative L2 error. */
