@@ -1,0 +1,327 @@
+/* fovea-laplacian: the Laplacian edge filter of the classic cuDNN tutorial,
+ * applied to an image file through the SDK:
+ *   load (platform) -> upload to a U8 tensor -> pack to FP16 (x / 255) ->
+ *   3x3 convolution (K=3, C=3: the kernel {1 1 1; 1 -8 1; 1 1 1} from every
+ *   input channel into every output channel, zero padding 1) ->
+ *   unpack |x| * 255 * gain to RGB24 -> download -> save PNG.
+ * The GPU when there is one, else the CPU reference backend. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "fovea/fovea.h"
+#include "fovea/platform/image_io.h"
+
+#define DEFAULT_IMAGE "astronaut.png"
+
+typedef struct options {
+    const char *input; /* NULL: the bundled image */
+    const char *output;
+    fv_backend backend;
+    float gain;
+} options;
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: fovea-laplacian [--input PATH] [--output PATH] [--backend auto|cpu|cuda]\n"
+               "                       [--filter laplacian] [--gain G] [--help]\n"
+               "Runs the 3x3 Laplacian edge filter on a PNG or JPEG image with fovea and writes\n"
+               "the edge magnitude as a PNG (or JPEG, by the output's extension).\n"
+               "  --input PATH    image to filter (default: the bundled data/" DEFAULT_IMAGE ")\n"
+               "  --output PATH   where to write the result (default: laplacian.png)\n"
+               "  --backend B     auto (default: the GPU when usable, else the CPU), cpu or cuda\n"
+               "  --filter F      laplacian (the only filter, for now)\n"
+               "  --gain G        output = |laplacian| * 255 * G, clamped (default 1)\n");
+}
+
+/* "--name VALUE" or "--name=VALUE": returns VALUE and advances *i, or NULL. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, int *bad) {
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n] != '\0') return NULL;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "fovea-laplacian: %s needs a value\n", name);
+        *bad = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+/* 0: run, 1: exit 0 (help), 2: usage error. */
+static int parse(int argc, char **argv, options *o) {
+    *o = (options){.output = "laplacian.png", .backend = FV_BACKEND_AUTO, .gain = 1.0f};
+    for (int i = 1; i < argc; i++) {
+        int bad = 0;
+        const char *v;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 1;
+        } else if ((v = opt_value(argc, argv, &i, "--input", &bad))) {
+            o->input = v;
+        } else if ((v = opt_value(argc, argv, &i, "--output", &bad))) {
+            o->output = v;
+        } else if ((v = opt_value(argc, argv, &i, "--backend", &bad))) {
+            if (strcmp(v, "auto") == 0)
+                o->backend = FV_BACKEND_AUTO;
+            else if (strcmp(v, "cpu") == 0)
+                o->backend = FV_BACKEND_CPU;
+            else if (strcmp(v, "cuda") == 0)
+                o->backend = FV_BACKEND_CUDA;
+            else {
+                fprintf(stderr, "fovea-laplacian: --backend %s: use auto, cpu or cuda\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--filter", &bad))) {
+            if (strcmp(v, "laplacian") != 0) {
+                fprintf(stderr, "fovea-laplacian: --filter %s: the only filter is laplacian\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--gain", &bad))) {
+            char *end;
+            errno = 0;
+            double g = strtod(v, &end);
+            if (errno || end == v || *end || !(g > 0 && g < 1e6)) {
+                fprintf(stderr, "fovea-laplacian: --gain %s: give a number > 0\n", v);
+                return 2;
+            }
+            o->gain = (float)g;
+        } else if (!bad) {
+            fprintf(stderr, "fovea-laplacian: unknown argument '%s' (try --help)\n", argv[i]);
+            return 2;
+        }
+        if (bad) return 2;
+    }
+    return 0;
+}
+
+/* The bundled image: beside the installed program, in the configured install
+ * prefix, or in the source tree: the first readable one, else the first
+ * candidate (whose error then names it). */
+static const char *default_input(char *buf, size_t size) {
+    char exe[4096] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    char cand[3][4096];
+    int nc = 0;
+    if (exe[0])
+        snprintf(cand[nc++], sizeof cand[0], "%s/%s/%s", exe, FOVEA_DATA_FROM_BIN, DEFAULT_IMAGE);
+    snprintf(cand[nc++], sizeof cand[0], "%s/%s", FOVEA_DATA_DIR, DEFAULT_IMAGE);
+    snprintf(cand[nc++], sizeof cand[0], "%s/%s", FOVEA_SOURCE_DATA_DIR, DEFAULT_IMAGE);
+    int pick = 0;
+    for (int i = nc - 1; i >= 0; i--)
+        if (access(cand[i], R_OK) == 0) pick = i;
+    snprintf(buf, size, "%s", cand[pick]);
+    return buf;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+enum { ST_CONTEXT, ST_TENSORS, ST_PLAN, ST_UPLOAD, ST_PACK, ST_CONV, ST_UNPACK, ST_DOWNLOAD, NST };
+static const char *stage_name[NST] = {"context", "tensors", "conv plan", "upload",
+                                      "pack",    "conv",    "unpack",    "download"};
+
+typedef struct run_result {
+    fv_context_info info;
+    int have_info;
+    int failed_stage;
+    char msg[1024]; /* fv_last_error() of the failure */
+    fv_conv2d_info conv;
+    int have_conv;
+    double ms[NST];
+} run_result;
+
+typedef struct pipeline {
+    fv_context *ctx;
+    fv_tensor *pix_in, *x, *y, *pix_out; /* U8 HxWx3, F16 HxWx3, F16 HxWx3, U8 HxWx3 */
+    fv_conv2d *conv;
+} pipeline;
+
+static fv_status make_tensors(pipeline *p, int w, int h) {
+    fv_tensor_desc u8 = {.dtype = FV_DTYPE_U8, .h = h, .w = w, .c = 3};
+    fv_tensor_desc f16 = {.dtype = FV_DTYPE_F16, .h = h, .w = w, .c = 3};
+    fv_status s = fv_tensor_create(p->ctx, &u8, &p->pix_in);
+    if (s == FV_OK) s = fv_tensor_create(p->ctx, &f16, &p->x);
+    if (s == FV_OK) s = fv_tensor_create(p->ctx, &f16, &p->y);
+    if (s == FV_OK) s = fv_tensor_create(p->ctx, &u8, &p->pix_out);
+    return s;
+}
+
+static fv_status make_conv(pipeline *p, int w, int h) {
+    static const float lap[9] = {1, 1, 1, 1, -8, 1, 1, 1, 1};
+    float weights[3 * 3 * 9]; /* K x C x R x S, every (k, c) the same kernel */
+    for (int i = 0; i < 3 * 3; i++)
+        memcpy(weights + 9 * i, lap, sizeof lap);
+    fv_conv2d_desc d = {.h = h,
+                        .w = w,
+                        .c = 3,
+                        .k = 3,
+                        .r = 3,
+                        .s = 3,
+                        .pad_h = 1,
+                        .pad_w = 1,
+                        .dtype = FV_DTYPE_F16,
+                        .weights = weights};
+    return fv_conv2d_create(p->ctx, &d, &p->conv);
+}
+
+/* One stage: the call, then a synchronize, so the time is the stage's own. */
+#define STAGE(id, call)                                                                            \
+    do {                                                                                           \
+        double t0_ = now_ms();                                                                     \
+        s = (call);                                                                                \
+        if (s == FV_OK && p.ctx) s = fv_context_synchronize(p.ctx);                                \
+        r->ms[id] = now_ms() - t0_;                                                                \
+        if (s != FV_OK) {                                                                          \
+            r->failed_stage = id;                                                                  \
+            snprintf(r->msg, sizeof r->msg, "%s", fv_last_error());                                \
+            goto done;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* Runs the filter on backend; dst receives width x height RGB24 pixels. */
+static fv_status run(fv_backend backend, const fv_host_image *src, float gain, void *dst,
+                     run_result *r) {
+    memset(r, 0, sizeof *r);
+    pipeline p = {0};
+    fv_status s;
+    int w = src->width, h = src->height;
+    size_t bytes = (size_t)w * h * 3;
+    /* Both U8 images, both F16 tensors (C stored as 8), twice over for what
+     * the backend adds (weights, workspace), plus room to spare. */
+    size_t need = 2 * (bytes + FV_ALIGN) + 2 * ((size_t)w * h * 8 * 2 + FV_ALIGN);
+    fv_context_desc cd = {.backend = backend,
+                          .device_pool_bytes = 2 * need + ((size_t)64 << 20),
+                          .pinned_pool_bytes = (size_t)4 << 20,
+                          .host_pool_bytes = (size_t)4 << 20};
+    fv_image pix_in = {.format = FV_PIXEL_RGB24, .width = w, .height = h};
+    fv_image pix_out = pix_in;
+    fv_unpack_desc ud = {.absolute = 1, .scale = 255.0f * gain};
+
+    STAGE(ST_CONTEXT, fv_context_create(&cd, &p.ctx));
+    r->have_info = fv_context_info_get(p.ctx, &r->info) == FV_OK;
+    STAGE(ST_TENSORS, make_tensors(&p, w, h));
+    STAGE(ST_PLAN, make_conv(&p, w, h));
+    r->have_conv = fv_conv2d_info_get(p.conv, &r->conv) == FV_OK;
+    pix_in.data = fv_tensor_data(p.pix_in);
+    pix_out.data = fv_tensor_data(p.pix_out);
+    STAGE(ST_UPLOAD, fv_tensor_upload(p.ctx, p.pix_in, src->data, bytes));
+    STAGE(ST_PACK, fv_image_pack(p.ctx, &pix_in, p.x, NULL)); /* default: byte / 255 */
+    STAGE(ST_CONV, fv_conv2d_forward(p.conv, p.x, p.y));
+    STAGE(ST_UNPACK, fv_image_unpack(p.ctx, p.y, &pix_out, &ud));
+    STAGE(ST_DOWNLOAD, fv_tensor_download(p.ctx, p.pix_out, dst, bytes));
+done:
+    fv_conv2d_destroy(p.conv);
+    fv_tensor_destroy(p.pix_out);
+    fv_tensor_destroy(p.y);
+    fv_tensor_destroy(p.x);
+    fv_tensor_destroy(p.pix_in);
+    fv_context_destroy(p.ctx);
+    return s;
+}
+
+static void print_info(const fv_context_info *in) {
+    printf("backend:      %s on %s", in->backend_name, in->device_name);
+    if (in->backend == FV_BACKEND_CUDA)
+        printf(" (sm_%d%d, %d SMs%s)\n", in->sm_major, in->sm_minor, in->multiprocessors,
+               in->integrated ? ", integrated" : "");
+    else
+        printf(" (%d threads)\n", in->multiprocessors);
+    if (in->no_gpu_reason[0]) printf("no GPU:       %s\n", in->no_gpu_reason);
+    if (in->backend == FV_BACKEND_CUDA) {
+        int c = in->cuda_runtime_loaded, d = in->cudnn_loaded;
+        int d_major = d >= 90000 ? d / 10000 : d / 1000;
+        int d_minor = d >= 90000 ? d / 100 % 100 : d / 100 % 10;
+        printf("versions:     CUDA runtime %d.%d, cuDNN %d.%d.%d\n", c / 1000, c % 1000 / 10,
+               d_major, d_minor, d % 100);
+    }
+    printf("tensor cores: %s\n", in->tensor_cores            ? "yes (FP16 in, FP32 accumulate)"
+                                 : in->tensor_core_reason[0] ? in->tensor_core_reason
+                                                             : "no");
+}
+
+static int fail(const char *what, fv_status s, const char *msg) {
+    fflush(stdout); /* keep the order when both go to one file */
+    fprintf(stderr, "fovea-laplacian: %s failed: %s: %s\n", what, fv_status_name(s), msg);
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    int pr = parse(argc, argv, &o);
+    if (pr) return pr == 1 ? 0 : 2;
+    char def[4096];
+    const char *input = o.input ? o.input : default_input(def, sizeof def);
+    printf("fovea %s: Laplacian edge filter\n", fv_version());
+
+    fv_host_image src = {0};
+    double t0 = now_ms();
+    fv_status s = fv_image_file_load(input, FV_PIXEL_RGB24, &src);
+    double load_ms = now_ms() - t0;
+    if (s != FV_OK) return fail("loading the input", s, fv_last_error());
+    int w = src.width, h = src.height;
+    printf("input:        %s (%dx%d)\n", input, w, h);
+
+    fv_host_image out = {.format = FV_PIXEL_RGB24, .width = src.width, .height = src.height};
+    out.stride = (size_t)src.width * 3;
+    out.size = out.stride * (size_t)src.height;
+    out.data = malloc(out.size);
+    if (!out.data) {
+        fprintf(stderr, "fovea-laplacian: out of memory\n");
+        fv_host_image_free(&src);
+        return 1;
+    }
+
+    run_result r;
+    s = run(o.backend, &src, o.gain, out.data, &r);
+    if (s == FV_ERR_NOT_SUPPORTED && r.have_info && r.info.backend == FV_BACKEND_CUDA &&
+        o.backend == FV_BACKEND_AUTO) {
+        print_info(&r.info);
+        printf("note:         the CUDA backend cannot run the %s stage yet (%s);\n"
+               "              falling back to the CPU backend\n",
+               stage_name[r.failed_stage], r.msg);
+        s = run(FV_BACKEND_CPU, &src, o.gain, out.data, &r);
+    }
+    if (r.have_info) print_info(&r.info);
+    if (s != FV_OK) {
+        fv_host_image_free(&out);
+        fv_host_image_free(&src);
+        char what[64];
+        snprintf(what, sizeof what, "the %s stage", stage_name[r.failed_stage]);
+        fail(what, s, r.msg);
+        if (s == FV_ERR_NOT_SUPPORTED && r.info.backend == FV_BACKEND_CUDA)
+            fprintf(stderr, "fovea-laplacian: (--backend auto would fall back to the CPU)\n");
+        return 1;
+    }
+
+    t0 = now_ms();
+    fv_image view = fv_host_image_view(&out);
+    s = fv_image_file_save(o.output, &view, NULL);
+    double save_ms = now_ms() - t0;
+    fv_host_image_free(&out);
+    fv_host_image_free(&src);
+    if (s != FV_OK) return fail("saving the output", s, fv_last_error());
+
+    if (r.have_conv) {
+        printf("conv path:    %s", r.conv.path);
+        if (r.conv.engine[0]) printf(", engine %s", r.conv.engine);
+        if (r.conv.tensor_cores) printf(", tensor cores");
+        if (r.conv.choice[0]) printf(" (%s)", r.conv.choice);
+        printf("\n");
+    }
+    printf("stage times (ms, each followed by a synchronize):\n");
+    printf("  %-10s %9.3f\n", "load", load_ms);
+    for (int i = 0; i < NST; i++)
+        printf("  %-10s %9.3f\n", stage_name[i], r.ms[i]);
+    printf("  %-10s %9.3f\n", "save", save_ms);
+    printf("output:       %s (%dx%d RGB, |laplacian| x 255 x %g)\n", o.output, w, h, o.gain);
+    return 0;
+}

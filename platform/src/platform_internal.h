@@ -1,0 +1,38 @@
+/* fovea platform internal: error helper and the image codecs' interface.
+ * Not installed. */
+#ifndef FOVEA_PLATFORM_INTERNAL_H
+#define FOVEA_PLATFORM_INTERNAL_H
+
+#include <stdio.h>
+#include "fovea/platform/image_io.h"
+
+#if defined(__GNUC__)
+#define FV__PLATFORM_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define FV__PLATFORM_PRINTF(a, b)
+#endif
+
+/* libfovea's own error recorder (sdk/src/core/status.c, exported by
+ * libfovea): sets this thread's fv_last_error() message and returns s. The
+ * platform layer uses it so its messages reach callers the same way. */
+fv_status fv__error(fv_status s, const char *fmt, ...) FV__PLATFORM_PRINTF(2, 3);
+
+/* Bytes per pixel of the formats image files use (GRAY8, RGB24, BGR24,
+ * RGBA32); 0 for the others. */
+size_t fv__image_file_bpp(fv_pixel_format f);
+
+/* Decoders: the whole file is in buf. On success *out owns a dense image in
+ * GRAY8 or RGB24 (the file's natural format), or RGBA32 when rgba is
+ * nonzero. On failure they record the error (the message begins
+ * "image_file_load: '<path>': ") and leave *out zeroed. */
+fv_status fv__png_decode(const char *path, const unsigned char *buf, size_t size, int rgba,
+                         fv_host_image *out);
+fv_status fv__jpeg_decode(const char *path, const unsigned char *buf, size_t size,
+                          fv_host_image *out);
+
+/* Encoders: write img (checked: GRAY8/RGB24/BGR24/RGBA32, stride filled) to
+ * the open file f. path is for messages. Write errors give FV_ERR_IO. */
+fv_status fv__png_encode(const char *path, FILE *f, const fv_image *img);
+fv_status fv__jpeg_encode(const char *path, FILE *f, const fv_image *img, int quality);
+
+#endif

@@ -1,0 +1,47 @@
+# Tests owned by the platform/apps side, included by tests/unit/CMakeLists.txt:
+# extra libraries for test_image_io, runs of fovea-laplacian, and the install
+# test (an outside project built against `cmake --install` output).
+
+# test_image_io writes PNG variants (16-bit, palette, grey+alpha) with libpng.
+if(TARGET test_image_io)
+  find_package(PNG REQUIRED)
+  target_link_libraries(test_image_io PRIVATE PNG::PNG)
+endif()
+
+if(TARGET fovea-laplacian)
+  add_executable(test_laplacian_app test_laplacian_app.c)
+  target_link_libraries(test_laplacian_app PRIVATE fv_testutil fovea_platform fovea_warnings m)
+  set(_work ${CMAKE_CURRENT_BINARY_DIR}/app-runs)
+  add_test(NAME app_laplacian_cpu
+           COMMAND test_laplacian_app run $<TARGET_FILE:fovea-laplacian>
+                   ${PROJECT_SOURCE_DIR}/data/astronaut.png ${_work})
+  add_test(NAME app_laplacian_missing_input
+           COMMAND test_laplacian_app missing $<TARGET_FILE:fovea-laplacian>
+                   ${PROJECT_SOURCE_DIR}/data/astronaut.png ${_work})
+  set_tests_properties(app_laplacian_cpu app_laplacian_missing_input PROPERTIES
+                       LABELS "unit;app" TIMEOUT 300)
+endif()
+
+# Install the whole build into a scratch prefix, then build and run
+# tests/install against it: find_package(fovea) and pkg-config.
+set(_fv_extra_lib_dirs "")
+if(FV_HAVE_CUDA)
+  # The installed libfovea finds CUDA and cuDNN through the system's loader
+  # paths or LD_LIBRARY_PATH; give the test the ones this build used.
+  get_filename_component(_cudnn_dir "${CUDNN_LIBRARY}" DIRECTORY)
+  set(_fv_extra_lib_dirs "${CUDAToolkit_LIBRARY_DIR}:${_cudnn_dir}")
+endif()
+add_test(NAME install_consumer
+         COMMAND ${CMAKE_COMMAND}
+                 -DFV_SOURCE_DIR=${PROJECT_SOURCE_DIR}
+                 -DFV_BUILD_DIR=${PROJECT_BINARY_DIR}
+                 -DFV_WORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/install-test
+                 -DFV_LIBDIR=${CMAKE_INSTALL_LIBDIR}
+                 -DFV_BINDIR=${CMAKE_INSTALL_BINDIR}
+                 -DFV_GENERATOR=${CMAKE_GENERATOR}
+                 -DFV_C_COMPILER=${CMAKE_C_COMPILER}
+                 -DFV_SANITIZE=${FV_SANITIZE}
+                 -DFV_HAVE_APPS=$<TARGET_EXISTS:fovea-laplacian>
+                 -DFV_EXTRA_LIB_DIRS=${_fv_extra_lib_dirs}
+                 -P ${PROJECT_SOURCE_DIR}/tests/install/run_install_test.cmake)
+set_tests_properties(install_consumer PROPERTIES LABELS "unit;install" TIMEOUT 600)

@@ -1,0 +1,139 @@
+/* Runs the fovea-laplacian program (CPU backend) and checks what it writes
+ * against a reference computed here: the packed input (byte / 255 rounded to
+ * FP16, as fv_image_pack stores it), the 3x3 Laplacian summed over the three
+ * channels in double precision, then |y| * 255 * gain rounded and clamped.
+ * Bytes may differ by 1: the SDK also rounds the convolution's output to
+ * FP16 before unpacking.
+ *
+ * usage: test_laplacian_app run|missing APP INPUT WORKDIR */
+#include "fv_test.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "fovea/platform/image_io.h"
+
+extern char **environ;
+
+static const char *app, *input, *work_dir;
+
+/* Runs argv with stdout and stderr into log; returns the exit status (or
+ * 128 + signal). */
+static int run_app(char *const argv[], const char *log) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (e != 0) fail_msg("cannot run %s: %s", argv[0], strerror(e));
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) fail_msg("waitpid: %s", strerror(errno));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return strdup("");
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+static void app_output_matches_reference(void **state) {
+    char out[1024], log[1024];
+    snprintf(out, sizeof out, "%s/laplacian_test.png", work_dir);
+    snprintf(log, sizeof log, "%s/laplacian_test.log", work_dir);
+    unlink(out);
+    const double gain = 2.0;
+    char *argv[] = {(char *)app, "--backend", "cpu",        "--input", (char *)input,
+                    "--output",  out,         "--gain=2.0", NULL};
+    int rc = run_app(argv, log);
+    char *text = slurp(log);
+    if (rc != 0) fail_msg("fovea-laplacian exited %d:\n%s", rc, text);
+    if (!strstr(text, "backend:      cpu")) fail_msg("no 'backend: cpu' line in:\n%s", text);
+    free(text);
+
+    fv_host_image in, got;
+    FV_ASSERT_OK(fv_image_file_load(input, FV_PIXEL_RGB24, &in));
+    FV_ASSERT_OK(fv_image_file_load(out, 0, &got));
+    assert_int_equal(got.format, FV_PIXEL_RGB24);
+    assert_int_equal(got.width, in.width);
+    assert_int_equal(got.height, in.height);
+    int w = in.width, h = in.height;
+    const unsigned char *p = in.data, *q = got.data;
+
+    double *x = malloc(sizeof *x * (size_t)w * h * 3);
+    assert_non_null(x);
+    for (size_t i = 0; i < (size_t)w * h * 3; i++)
+        x[i] = fv_round_f16(p[i] * (1.0f / 255.0f));
+    static const double lap[3][3] = {{1, 1, 1}, {1, -8, 1}, {1, 1, 1}};
+    size_t off_by_one = 0, nonzero = 0;
+    for (int yy = 0; yy < h; yy++)
+        for (int xx = 0; xx < w; xx++) {
+            double acc = 0;
+            for (int r = -1; r <= 1; r++)
+                for (int s = -1; s <= 1; s++) {
+                    int iy = yy + r, ix = xx + s;
+                    if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                    const double *v = x + ((size_t)iy * w + ix) * 3;
+                    acc += lap[r + 1][s + 1] * (v[0] + v[1] + v[2]);
+                }
+            double b = fabs(acc) * 255.0 * gain;
+            int want = b > 255.0 ? 255 : (int)lround(b);
+            for (int k = 0; k < 3; k++) { /* every output channel is the same sum */
+                int o = q[((size_t)yy * w + xx) * 3 + k];
+                if (abs(o - want) > 1)
+                    fail_msg("pixel (%d,%d) channel %d: got %d, reference %d (%.4f)", xx, yy, k, o,
+                             want, b);
+                off_by_one += o != want;
+                nonzero += o != 0;
+            }
+        }
+    size_t total = (size_t)w * h * 3;
+    printf("%zu of %zu bytes off by one, %zu nonzero\n", off_by_one, total, nonzero);
+    assert_true(nonzero > total / 10); /* a real edge image, not all black */
+    assert_true(off_by_one < total / 20);
+    free(x);
+    fv_host_image_free(&in);
+    fv_host_image_free(&got);
+}
+
+static void app_missing_input_fails(void **state) {
+    char missing[1024], out[1024], log[1024];
+    snprintf(missing, sizeof missing, "%s/no-such-image-here.png", work_dir);
+    snprintf(out, sizeof out, "%s/missing_out.png", work_dir);
+    snprintf(log, sizeof log, "%s/missing.log", work_dir);
+    unlink(out);
+    char *argv[] = {(char *)app, "--backend", "cpu", "--input", missing, "--output", out, NULL};
+    int rc = run_app(argv, log);
+    char *text = slurp(log);
+    if (rc == 0 || rc >= 128) fail_msg("expected a failing exit status, got %d:\n%s", rc, text);
+    if (!strstr(text, missing)) fail_msg("the message does not name %s:\n%s", missing, text);
+    if (!strstr(text, "FV_ERR_IO")) fail_msg("the message lacks FV_ERR_IO:\n%s", text);
+    free(text);
+    assert_int_equal(access(out, F_OK), -1);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s run|missing APP INPUT WORKDIR\n", argv[0]);
+        return 2;
+    }
+    app = argv[2], input = argv[3], work_dir = argv[4];
+    mkdir(work_dir, 0755);
+    const struct CMUnitTest run[] = {cmocka_unit_test(app_output_matches_reference)};
+    const struct CMUnitTest missing[] = {cmocka_unit_test(app_missing_input_fails)};
+    if (strcmp(argv[1], "run") == 0) return cmocka_run_group_tests(run, NULL, NULL);
+    return cmocka_run_group_tests(missing, NULL, NULL);
+}
