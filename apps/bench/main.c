@@ -11,13 +11,18 @@
  * padding 1, the image filter case) and a 3x3 3->3 F16 Laplacian-like conv.
  * --input-raw reads the single-channel input (height x width float32,
  * native endianness) instead of random values; --output-raw writes its
- * output, so a script can compare with a peer (cpu_vs_opencv.py). */
+ * output, so a script can compare with a peer (cpu_vs_opencv.py).
+ *
+ * conv and conv-tables are the GPU convolution benchmarks (bench_conv*.c,
+ * legacy_cudnn.c; conv_vs_pytorch.py adds PyTorch, run_conv_bench.sh runs
+ * everything on a GPU machine). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "fovea/fovea.h"
+#include "bench_conv.h"
 
 typedef struct bench_opts {
     int width, height, iters, warmup;
@@ -281,6 +286,18 @@ static const bench_cmd cmds[] = {
      "CPU backend: 3x3 C1->K1 F32 and 3x3 C3->K3 F16 conv on a frame\n"
      "      [--width 1920] [--height 1080] [--iters 20] [--warmup 3] [--json FILE]\n"
      "      [--input-raw FILE] [--output-raw FILE] (H x W float32, the C1 conv's input/output)"},
+    {"conv", bench_cmd_conv,
+     "GPU: the 15 best-practices convolutions (calibration/best_practices.h), FP16 NHWC:\n"
+     "      fovea heuristic, autotuned, autotuned + bias + ReLU, legacy cuDNN best of Find;\n"
+     "      outputs checked against an FP32 reference before timing\n"
+     "      [--iters 100] [--warmup 10] [--shapes all|i,j,..] [--batch N] [--json FILE]\n"
+     "      [--cache flush|rotate] [--workspace-mb 1024] [--tol 2e-3]\n"
+     "      [--profile PATH [--profile-only]] (write PATH, then time ops made from it)"},
+    {"conv-tables", bench_cmd_conv_tables,
+     "GPU: FP32 NCHW vs NHWC, every legacy algorithm (128x128x128->128 3x3, 11x11),\n"
+     "      channel padding 3 vs 8, channel folding 2048x2048x8 vs 1024x1024x32\n"
+     "      [--iters 50] [--warmup 10] [--shapes 0,1,2,8,12,13 (table 1)] [--batch N]\n"
+     "      [--json FILE] [--cache flush|rotate] [--workspace-mb 1024]"},
 };
 
 static void usage(FILE *f) {

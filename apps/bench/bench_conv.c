@@ -1,0 +1,354 @@
+/* fovea-bench conv: the 15 convolutions of the cuDNN best-practices tables
+ * (calibration/best_practices.h), FP16 NHWC, through
+ *   fovea heuristics (FV_CONV2D_NO_PROFILE),
+ *   fovea autotuned (FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE),
+ *   fovea autotuned with bias + ReLU fused,
+ *   raw legacy cuDNN, best of cudnnFindConvolutionForwardAlgorithmEx,
+ * and with --profile the op created from a warm profile (create time, first
+ * vs hundredth forward). Every output is checked against an FP32 reference
+ * (legacy cuDNN, float tensors, FMA math) before anything is timed; a shape
+ * whose fovea error exceeds the tolerance gets no timings. conv_vs_pytorch.py
+ * runs this with --json and adds PyTorch. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bench_conv.h"
+
+#if !FV_BUILT_WITH_CUDA
+int bench_cmd_conv(int argc, char **argv) {
+    bc_opts o;
+    if (bc_parse_opts(argc, argv, &o, 0)) return 2;
+    fprintf(stderr, "fovea-bench conv needs a GPU: this fovea was built without its CUDA backend "
+                    "(no CUDA toolkit or cuDNN found at configure time)\n");
+    return 2;
+}
+#else
+#include "fovea/fovea_cuda.h"
+
+enum { V_HEUR, V_AUTO, V_FUSED, V_LEGACY, V_COUNT };
+static const char *vnames[V_COUNT] = {"heuristic", "autotuned", "fused", "legacy"};
+
+typedef struct shape_run {
+    bc_shape s;
+    int nsets, ok;
+    char why[256];
+    bc_result r[V_COUNT];
+} shape_run;
+
+static void print_table(const bc_env *e, const bc_opts *o, const shape_run *sr, int n) {
+    printf("\nfovea-bench conv: %s (SM %d.%d), cuDNN %d loaded (%s), FP16 NHWC, median of %d "
+           "after %d warm-up, L2 %s\n",
+           e->info.device_name, e->info.sm_major, e->info.sm_minor, e->cudnn_version, e->cudnn_lib,
+           o->iters, o->warmup,
+           e->flush ? "scrubbed before each call" : "avoided by rotating buffers");
+    printf("%2s %-34s %7s %4s | %9s %9s %9s %9s | %6s %6s %6s | %8s %s\n", "#", "shape", "GFLOP",
+           "sets", "heur ms", "auto ms", "fused ms", "legacy ms", "h/a", "f/a", "a/leg", "err",
+           "autotuned engine");
+    double lg[3] = {0}, cnt = 0;
+    for (int i = 0; i < n; i++) {
+        const shape_run *x = &sr[i];
+        printf("%2d %-34s %7.2f %4d | ", x->s.index, x->s.name, bc_gflop(&x->s), x->nsets);
+        if (!x->ok) {
+            printf("no timings: %s\n", x->why);
+            continue;
+        }
+        for (int v = 0; v < V_COUNT; v++)
+            if (x->r[v].ok)
+                printf("%9.4f ", x->r[v].t.median_ms);
+            else
+                printf("%9s ", "-");
+        double ha = x->r[V_HEUR].t.median_ms / x->r[V_AUTO].t.median_ms;
+        double fa = x->r[V_FUSED].t.median_ms / x->r[V_AUTO].t.median_ms;
+        double al = x->r[V_LEGACY].ok ? x->r[V_AUTO].t.median_ms / x->r[V_LEGACY].t.median_ms : 0;
+        printf("| %6.3f %6.3f %6.3f | %8.2g %s (%s)\n", ha, fa, al, x->r[V_AUTO].err,
+               x->r[V_AUTO].info.engine, x->r[V_AUTO].info.layout);
+        if (x->r[V_LEGACY].ok) {
+            lg[0] += log(ha), lg[1] += log(fa), lg[2] += log(al), cnt++;
+        }
+    }
+    if (cnt > 0)
+        printf("geometric means over %d shapes: heuristic/autotuned %.3f (target <= 1.2), "
+               "fused/bare %.3f (target <= 1.05), autotuned/legacy %.3f\n",
+               (int)cnt, exp(lg[0] / cnt), exp(lg[1] / cnt), exp(lg[2] / cnt));
+}
+
+/* A shape with a wrong (or failed) fovea output reports no timings at all. */
+static void refuse(shape_run *x) {
+    for (int v = 0; v < V_COUNT; v++)
+        if (x->r[v].ok) {
+            x->r[v].ok = 0;
+            snprintf(x->r[v].why, sizeof x->r[v].why, "not reported: %.200s", x->why);
+        }
+}
+
+/* Main part: every selected shape, every variant. */
+static int run_shapes(const bc_env *e, const bc_opts *o, shape_run *sr, int n) {
+    for (int i = 0; i < n; i++) {
+        shape_run *x = &sr[i];
+        bc_case c;
+        printf("[%d/%d] %s: %dx%dx%dx%d -> %d, %dx%d, stride %d, pad %d\n", i + 1, n, x->s.name,
+               x->s.n, x->s.h, x->s.w, x->s.c, x->s.k, x->s.r, x->s.s, x->s.stride, x->s.pad);
+        fflush(stdout);
+        int rc = bc_case_create(e, &x->s, 1, &c);
+        x->nsets = c.nsets;
+        if (!rc) rc = bc_run_fovea(e, &c, FV_CONV2D_NO_PROFILE, 0, &x->r[V_HEUR]);
+        if (!rc)
+            rc = bc_run_fovea(e, &c, FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE, 0, &x->r[V_AUTO]);
+        if (!rc)
+            rc = bc_run_fovea(e, &c, FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE, 1, &x->r[V_FUSED]);
+        if (!rc) rc = bc_run_legacy(e, &c, &x->r[V_LEGACY]);
+        bc_case_destroy(&c);
+        if (rc) { /* go on with the next shape unless the device is broken */
+            snprintf(x->why, sizeof x->why, "failed while running (see the log)");
+            refuse(x);
+            if (bc_device_ok()) return rc;
+            continue;
+        }
+        x->ok = 1;
+        for (int v = V_HEUR; v <= V_FUSED && x->ok; v++)
+            if (!x->r[v].ok) {
+                x->ok = 0;
+                snprintf(x->why, sizeof x->why, "fovea %s: %.200s", vnames[v], x->r[v].why);
+            }
+        if (!x->ok) refuse(x);
+        for (int v = 0; v < V_COUNT; v++) {
+            const bc_result *r = &x->r[v];
+            if (r->ok)
+                printf("    %-9s %9.4f ms  err %.2g  %s\n", vnames[v], r->t.median_ms, r->err,
+                       v == V_LEGACY ? lc_algo_name(r->algo) : r->info.engine);
+            else
+                printf("    %-9s FAILED: %s\n", vnames[v], r->why);
+        }
+    }
+    return 0;
+}
+
+/* ---- warm profile ---------------------------------------------------------- */
+typedef struct profile_run {
+    int ok;
+    double create_ms, first_ms, first_wall_ms, hundredth_ms, median_ms;
+    fv_conv2d_info info;
+} profile_run;
+
+typedef struct profile_phase {
+    int done;
+    char label[64], why_ignored[256];
+    int entries;
+    profile_run runs[BC_MAX_SHAPES];
+} profile_phase;
+
+static int profile_one(const bc_env *e, const bc_shape *s, profile_run *pr) {
+    enum { N = 100 };
+    bc_case c;
+    fv_conv2d *op = NULL;
+    cudaEvent_t ev[2 * N] = {0};
+    fv_status st = FV_OK;
+    memset(pr, 0, sizeof *pr);
+    int rc = bc_case_create(e, s, 0, &c);
+    if (rc) goto done;
+    fv_conv2d_desc d = {.n = s->n,
+                        .h = s->h,
+                        .w = s->w,
+                        .c = s->c,
+                        .k = s->k,
+                        .r = s->r,
+                        .s = s->s,
+                        .stride_h = s->stride,
+                        .stride_w = s->stride,
+                        .pad_h = s->pad,
+                        .pad_w = s->pad,
+                        .dtype = FV_DTYPE_F16,
+                        .weights = c.w};
+    for (int i = 0; i < 2 * N && !rc; i++)
+        rc = cudaEventCreate(&ev[i]) != cudaSuccess;
+    if (rc) goto done;
+    double t0 = bc_now_ms();
+    st = fv_conv2d_create(e->ctx, &d, &op); /* flags 0: the profile decides */
+    pr->create_ms = bc_now_ms() - t0;
+    if (st != FV_OK) {
+        rc = bc_fv_fail("fv_conv2d_create (from the profile)", st);
+        goto done;
+    }
+    fv_conv2d_info_get(op, &pr->info);
+    for (int i = 0; i < N && !rc; i++) {
+        if (e->flush) rc = cudaMemsetAsync(e->flush, i & 0xff, e->flush_bytes, e->stream) != 0;
+        /* an idle GPU before each call: host work inside the call (a lazy
+         * set-up on the first one) shows in the sample instead of hiding
+         * behind queued work */
+        rc = rc || cudaStreamSynchronize(e->stream) != cudaSuccess;
+        double w0 = bc_now_ms();
+        rc = rc || cudaEventRecord(ev[2 * i], e->stream) != cudaSuccess;
+        if (!rc) st = fv_conv2d_forward(op, c.in[i % c.nsets], c.out[i % c.nsets]);
+        rc = rc || st != FV_OK || cudaEventRecord(ev[2 * i + 1], e->stream) != cudaSuccess;
+        if (i == 0 && !rc) { /* the first call, host side: call to result */
+            rc = cudaEventSynchronize(ev[1]) != cudaSuccess;
+            pr->first_wall_ms = bc_now_ms() - w0;
+        }
+    }
+    rc = rc || cudaEventSynchronize(ev[2 * N - 1]) != cudaSuccess;
+    if (rc) {
+        fprintf(stderr, "fovea-bench: %s: forward from the profile failed: %s (%s) / %s\n", s->name,
+                fv_status_name(st), fv_last_error(), cudaGetErrorString(cudaGetLastError()));
+        goto done;
+    }
+    double t[N];
+    for (int i = 0; i < N; i++) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]) != cudaSuccess) rc = 1;
+        t[i] = ms;
+    }
+    pr->first_ms = t[0];
+    pr->hundredth_ms = t[N - 1];
+    qsort(t + 1, N - 1, sizeof t[0], bc_cmp_double);
+    pr->median_ms = t[N / 2]; /* of calls 2..100 */
+    pr->ok = !rc;
+done:
+    for (int i = 0; i < 2 * N; i++)
+        if (ev[i]) cudaEventDestroy(ev[i]);
+    if (e->ctx) fv_context_synchronize(e->ctx);
+    fv_conv2d_destroy(op);
+    bc_case_destroy(&c);
+    return rc;
+}
+
+/* A context made from the profile; each shape's op created from it, timed. */
+static int run_profile(const bc_opts *o, const char *label, const bc_shape *s, int n, size_t pool,
+                       bc_env *e, profile_phase *ph) {
+    int rc = bc_env_open(e, o, o->profile, pool);
+    if (rc) return rc;
+    const char *why = NULL;
+    fv_context_profile_status(e->ctx, &why, &ph->entries);
+    snprintf(ph->label, sizeof ph->label, "%s", label);
+    snprintf(ph->why_ignored, sizeof ph->why_ignored, "%s", why ? why : "");
+    printf("\nwarm profile (%s): %s: %d entries%s%s\n", label, o->profile, ph->entries,
+           ph->why_ignored[0] ? "; IGNORED: " : "", ph->why_ignored);
+    if (ph->why_ignored[0] || ph->entries == 0) {
+        fprintf(stderr, "fovea-bench: profile %s is not usable: %s\n", o->profile,
+                ph->why_ignored[0] ? ph->why_ignored : "no entries");
+        bc_env_close(e);
+        return 1;
+    }
+    printf("%2s %-34s %10s %10s %11s %10s %10s %7s %s\n", "#", "shape", "create ms", "first ms",
+           "first wall", "100th ms", "median ms", "1st/100", "choice (candidates)");
+    for (int i = 0; i < n && !rc; i++) {
+        profile_run *pr = &ph->runs[i];
+        rc = profile_one(e, &s[i], pr);
+        if (rc) break;
+        printf("%2d %-34s %10.3f %10.4f %11.3f %10.4f %10.4f %7.2f %s (%d)\n", s[i].index,
+               s[i].name, pr->create_ms, pr->first_ms, pr->first_wall_ms, pr->hundredth_ms,
+               pr->median_ms, pr->first_ms / pr->hundredth_ms, pr->info.choice,
+               pr->info.candidates);
+    }
+    ph->done = !rc;
+    bc_env_close(e);
+    return rc;
+}
+
+/* ---- JSON -------------------------------------------------------------------- */
+static int write_json(const bc_opts *o, const bc_env *e, const char *selftest, const shape_run *sr,
+                      int n, const bc_shape *s, const profile_phase *ph) {
+    FILE *f = fopen(o->json, "w");
+    if (!f) {
+        perror(o->json);
+        return 1;
+    }
+    fprintf(f, "{\n");
+    bc_json_head(f, "conv", e, o);
+    fprintf(f, "  \"selftest\": ");
+    bc_json_str(f, selftest ? selftest : "");
+    fprintf(f, ",\n  \"variants\": {\"heuristic\": \"FV_CONV2D_NO_PROFILE\", \"autotuned\": "
+               "\"FV_CONV2D_AUTOTUNE|FV_CONV2D_NO_PROFILE\", \"fused\": \"autotuned, bias + "
+               "ReLU\", \"legacy\": \"cudnnFindConvolutionForwardAlgorithmEx best, "
+               "CUDNN_TENSOR_OP_MATH\"},\n  \"shapes\": [");
+    for (int i = 0; sr && i < n; i++) {
+        fprintf(f, "%s\n    {", i ? "," : "");
+        bc_json_shape(f, &sr[i].s);
+        fprintf(f, ", \"sets\": %d, \"ok\": %s, \"why\": ", sr[i].nsets,
+                sr[i].ok ? "true" : "false");
+        bc_json_str(f, sr[i].why);
+        for (int v = 0; v < V_COUNT; v++) {
+            fprintf(f, ",\n     \"%s\": ", vnames[v]);
+            bc_json_result(f, &sr[i].r[v], v == V_LEGACY);
+        }
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  ],\n  \"profile\": ");
+    if (!ph || !ph->done) {
+        fprintf(f, "null\n}\n");
+        return fclose(f) != 0;
+    }
+    fprintf(f, "{\"path\": ");
+    bc_json_str(f, o->profile);
+    fprintf(f, ", \"label\": ");
+    bc_json_str(f, ph->label);
+    fprintf(f, ", \"entries\": %d, \"runs\": [", ph->entries);
+    for (int i = 0; i < n; i++) {
+        const profile_run *pr = &ph->runs[i];
+        fprintf(f, "%s\n    {", i ? "," : "");
+        bc_json_shape(f, &s[i]);
+        fprintf(f,
+                ", \"ok\": %s, \"create_ms\": %.4f, \"first_ms\": %.6g, \"first_wall_ms\": "
+                "%.4f, \"hundredth_ms\": %.6g, \"median_2_100_ms\": %.6g, \"choice\": ",
+                pr->ok ? "true" : "false", pr->create_ms, pr->first_ms, pr->first_wall_ms,
+                pr->hundredth_ms, pr->median_ms);
+        bc_json_str(f, pr->info.choice);
+        fprintf(f, ", \"engine\": ");
+        bc_json_str(f, pr->info.engine);
+        fprintf(f, ", \"candidates\": %d, \"measured_ms\": %.6g}", pr->info.candidates,
+                pr->info.measured_ms);
+    }
+    fprintf(f, "\n  ]}\n}\n");
+    return fclose(f) != 0;
+}
+
+int bench_cmd_conv(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows even when piped or killed */
+    bc_opts o;
+    if (bc_parse_opts(argc, argv, &o, 0)) return 2;
+    bc_shape shapes[BC_MAX_SHAPES];
+    int n = bc_select_shapes(o.shapes, shapes, BC_MAX_SHAPES, o.batch);
+    if (n <= 0) return 2;
+    size_t pool = bc_pool_bytes(shapes, n, o.ws_limit);
+    shape_run *sr = calloc((size_t)n, sizeof *sr);
+    profile_phase *ph = calloc(1, sizeof *ph);
+    char selftest[1024] = "";
+    bc_env e;
+    int rc = 1;
+    if (!sr || !ph) goto out;
+    if (o.profile_only) { /* a fresh process: nothing ran before the profile's ops */
+        rc = run_profile(&o, "fresh process", shapes, n, pool, &e, ph);
+        if (!rc && o.json) rc = write_json(&o, &e, NULL, NULL, n, shapes, ph);
+        goto out;
+    }
+    if ((rc = bc_env_open(&e, &o, NULL, pool)) != 0) goto out;
+    printf("device: %s, SM %d.%d, L2 %zu MiB; cuDNN compiled %d, loaded %d (%s); fovea %s\n",
+           e.info.device_name, e.info.sm_major, e.info.sm_minor, e.l2_bytes >> 20,
+           e.info.cudnn_compiled, e.info.cudnn_loaded, e.cudnn_lib, fv_version());
+    if ((rc = bc_selftest(&e, selftest, sizeof selftest)) != 0) {
+        bc_env_close(&e);
+        goto out;
+    }
+    for (int i = 0; i < n; i++)
+        sr[i].s = shapes[i];
+    rc = run_shapes(&e, &o, sr, n);
+    print_table(&e, &o, sr, n);
+    if (!rc && o.profile) { /* the autotuned choices (and the heuristic ones of no other op) */
+        fv_status st = fv_context_profile_save(e.ctx, o.profile);
+        if (st != FV_OK)
+            rc = bc_fv_fail("fv_context_profile_save", st);
+        else
+            printf("\nprofile written: %s\n", o.profile);
+    }
+    bc_env_close(&e);
+    if (!rc && o.profile) {
+        bc_env pe;
+        rc = run_profile(&o, "same process, after the benchmark", shapes, n, pool, &pe, ph);
+    }
+    if (o.json && write_json(&o, &e, selftest, sr, n, shapes, ph)) rc = rc ? rc : 1;
+out:
+    free(sr);
+    free(ph);
+    return rc;
+}
+#endif /* FV_BUILT_WITH_CUDA */

@@ -1,0 +1,178 @@
+/* Shared pieces of the GPU convolution benchmarks: timing with CUDA events,
+ * error norms, random data, and one "case" (a shape with its host data,
+ * fovea tensors and FP32 reference) run through fovea or legacy cuDNN with
+ * the output checked before anything is timed. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "bench_conv.h"
+
+#if FV_BUILT_WITH_CUDA
+#include "fovea/fovea_cuda.h"
+
+int bc_out_dim(int in, int kernel, int stride, int pad) {
+    return fv_conv_output_dim(in, kernel, stride, pad, 1);
+}
+
+double bc_gflop(const bc_shape *s) {
+    double p = bc_out_dim(s->h, s->r, s->stride, s->pad);
+    double q = bc_out_dim(s->w, s->s, s->stride, s->pad);
+    return 2.0 * s->n * p * q * s->k * s->c * s->r * s->s * 1e-9;
+}
+
+double bc_now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+int bc_fv_fail(const char *what, fv_status s) {
+    fprintf(stderr, "fovea-bench: %s: %s: %s\n", what, fv_status_name(s), fv_last_error());
+    return 1;
+}
+
+static int cu_check(cudaError_t e, const char *call, int line) {
+    if (e == cudaSuccess) return 0;
+    fprintf(stderr, "fovea-bench: %s failed: %s (%s) at %s:%d\n", call, cudaGetErrorName(e),
+            cudaGetErrorString(e), __FILE__, line);
+    return 1;
+}
+#define CU(call) cu_check((call), #call, __LINE__)
+
+int bc_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int bc_time(const bc_env *e, int nsets, int (*fn)(void *arg, int set), void *arg, bc_timing *out) {
+    int iters = e->iters, rc = 1;
+    memset(out, 0, sizeof *out);
+    cudaEvent_t *ev = calloc((size_t)iters * 2, sizeof *ev);
+    double *t = malloc(sizeof *t * (size_t)iters);
+    if (!ev || !t) goto done;
+    for (int i = 0; i < 2 * iters; i++)
+        if (CU(cudaEventCreate(&ev[i]))) goto done;
+    for (int i = 0; i < e->warmup; i++) {
+        if (e->flush && CU(cudaMemsetAsync(e->flush, i & 0xff, e->flush_bytes, e->stream)))
+            goto done;
+        if (fn(arg, i % nsets)) goto done;
+    }
+    /* sample i: from ev[2i] to ev[2i+1], one call; the L2 scrub (flush mode)
+     * runs between samples, outside them */
+    for (int i = 0; i < iters; i++) {
+        if (e->flush && CU(cudaMemsetAsync(e->flush, i & 0xff, e->flush_bytes, e->stream)))
+            goto done;
+        if (CU(cudaEventRecord(ev[2 * i], e->stream))) goto done;
+        if (fn(arg, i % nsets)) goto done;
+        if (CU(cudaEventRecord(ev[2 * i + 1], e->stream))) goto done;
+    }
+    if (CU(cudaEventSynchronize(ev[2 * iters - 1]))) goto done;
+    double sum = 0;
+    for (int i = 0; i < iters; i++) {
+        float ms = 0;
+        if (CU(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]))) goto done;
+        t[i] = ms;
+        sum += ms;
+    }
+    qsort(t, (size_t)iters, sizeof *t, bc_cmp_double);
+    out->median_ms = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
+    out->min_ms = t[0];
+    out->mean_ms = sum / iters;
+    out->iters = iters;
+    rc = 0;
+done:
+    if (ev)
+        for (int i = 0; i < 2 * iters; i++)
+            if (ev[i]) cudaEventDestroy(ev[i]);
+    free(ev);
+    free(t);
+    return rc;
+}
+
+double bc_rel_l2(const float *a, const float *b, size_t n) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i])) return INFINITY;
+        double d = (double)a[i] - b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
+}
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+void bc_fill_random(float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++) {
+        uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        double u = (double)(z >> 11) / 9007199254740992.0;
+        float v = fv_round_f16((float)(lo + (hi - lo) * u));
+        x[i] = v != 0.0f ? v : fv_round_f16(0.5f * hi); /* never zero */
+    }
+}
+
+/* ---- the environment ------------------------------------------------------ */
+int bc_env_open(bc_env *e, const bc_opts *o, const char *profile, size_t pool_bytes) {
+    memset(e, 0, sizeof *e);
+    e->warmup = o->warmup;
+    e->iters = o->iters;
+    e->tol = o->tol;
+    e->ws_limit = o->ws_limit;
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA,
+                          .device_pool_bytes = pool_bytes,
+                          .workspace_limit_bytes = o->ws_limit,
+                          .profile_path = profile};
+    fv_status s = fv_context_create(&cd, &e->ctx);
+    if (s == FV_ERR_NO_DEVICE) {
+        fprintf(stderr, "fovea-bench: this benchmark needs a GPU: %s\n", fv_last_error());
+        return 2;
+    }
+    if (s != FV_OK) return bc_fv_fail("fv_context_create (CUDA)", s);
+    if ((s = fv_context_info_get(e->ctx, &e->info)) != FV_OK ||
+        (s = fv_context_cuda_stream(e->ctx, &e->stream)) != FV_OK) {
+        bc_fv_fail("context info", s);
+        goto fail;
+    }
+    int l2 = 0;
+    if (CU(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, e->info.device_index))) goto fail;
+    e->l2_bytes = (size_t)l2;
+    if (o->flush) { /* twice the L2: every line the conv touched before is gone */
+        e->flush_bytes = 2 * e->l2_bytes;
+        if (CU(cudaMalloc(&e->flush, e->flush_bytes))) goto fail;
+    }
+    if (lc_init(e->stream, o->ws_limit)) goto fail;
+    e->cudnn_version = lc_cudnn_version();
+    snprintf(e->cudnn_lib, sizeof e->cudnn_lib, "%s", lc_cudnn_library());
+    return 0;
+fail:
+    bc_env_close(e);
+    return 1;
+}
+
+void bc_env_close(bc_env *e) {
+    lc_shutdown();
+    if (e->flush) cudaFree(e->flush);
+    fv_context_destroy(e->ctx);
+    e->ctx = NULL;
+    e->flush = NULL;
+}
+
+size_t bc_stored_bytes(const bc_shape *s, int out) {
+    int p = bc_out_dim(s->h, s->r, s->stride, s->pad),
+        q = bc_out_dim(s->w, s->s, s->stride, s->pad);
+    size_t c = out ? (size_t)(s->k + 7) / 8 * 8 : (size_t)(s->c + 7) / 8 * 8;
+    return out ? (size_t)s->n * p * q * c * 2 : (size_t)s->n * s->h * s->w * c * 2;
+}
+
+int bc_nsets(const bc_env *e, const bc_shape *s) {
+    if (e->flush) return 1;
+    size_t b = bc_stored_bytes(s, 0) + bc_stored_bytes(s, 1);
+    if (b >= 2 * e->l2_bytes) return 1;
+    size_t n = (2 * e->l2_bytes + b - 1) / b + 1;
+    return n > BC_MAX_SETS ? BC_MAX_SETS : (int)n;
+}
+#endif /* FV_BUILT_WITH_CUDA */

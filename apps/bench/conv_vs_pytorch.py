@@ -1,0 +1,444 @@
+#!/usr/bin/env python3
+"""fovea's tensor-core convolutions against PyTorch, on one GPU, in one run.
+
+Runs `fovea-bench conv --json` (fovea heuristic, fovea autotuned, fovea
+autotuned + bias + ReLU, raw legacy cuDNN best of Find; every output checked
+against an FP32 reference first), then, in this process, PyTorch's
+F.conv2d on the same shapes: channels_last FP16 tensors, bias None,
+torch.backends.cudnn.benchmark = True, timed the same way (CUDA events
+around each call after warm-up, median of the same number of calls, the
+same L2 treatment: scrubbed before each call, or rotating buffers). PyTorch's
+output is checked too (against its own FP32 conv with TF32 off).
+
+Prints the combined table with PASS/MISS against the targets:
+  fovea autotuned / PyTorch <= 1.00 on every shape, geometric mean <= 0.95
+  fused conv + bias + ReLU <= 1.05 x the bare autotuned conv
+  heuristic / autotuned, geometric mean <= 1.2
+  warm profile (--profile): ops made from it chose nothing ("profile"),
+  first forward <= 1.10 x the hundredth; measured in fovea-bench's process
+  after the benchmark, and again in a fresh process (--profile-only)
+writes JSON (--json) and a PNG bar chart of the ratios (--png, plot_ratios.py).
+
+Both must use the same cuDNN: build fovea against PyTorch's own cuDNN wheel
+(run_conv_bench.sh does). This prints the version and the library files each
+side loaded and warns loudly when they differ.
+
+  python3 apps/bench/conv_vs_pytorch.py [--bench PATH] [--iters 100]
+      [--warmup 10] [--shapes all] [--cache flush|rotate] [--profile PATH]
+      [--json FILE] [--png FILE] [--fovea-json FILE]
+
+Exit status: 0 when everything ran and was checked (targets may be missed),
+1 when a run or a check failed, 2 on usage errors.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import traceback
+
+TOL = 2e-3
+TARGETS = {"auto_vs_torch_each": 1.00, "auto_vs_torch_geomean": 0.95, "fused_vs_bare": 1.05,
+           "heur_vs_auto_geomean": 1.2, "profile_first_vs_100th": 1.10}
+
+
+def find_bench(given):
+    if given:
+        return given
+    if os.environ.get("FOVEA_BENCH"):
+        return os.environ["FOVEA_BENCH"]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    found = glob.glob(os.path.join(root, "build*", "apps", "bench", "fovea-bench"))
+    if found:
+        return max(found, key=os.path.getmtime)
+    return shutil.which("fovea-bench")
+
+
+def run_child(cmd):
+    """Runs cmd, its output passed through; a SIGTERM to us (timeout) ends it too."""
+    print("$ " + " ".join(cmd), flush=True)
+    child = subprocess.Popen(cmd)
+
+    def stop(signum, frame):
+        child.terminate()
+        sys.exit(128 + signum)
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def geomean(xs):
+    xs = [x for x in xs if x is not None and x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def median(xs):
+    xs = sorted(xs)
+    m = len(xs) // 2
+    return xs[m] if len(xs) % 2 else 0.5 * (xs[m - 1] + xs[m])
+
+
+def mapped_cudnn():
+    """Every libcudnn* file mapped into this process."""
+    paths = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                i = line.find("/")
+                if i >= 0 and "libcudnn" in line[i:]:
+                    p = line[i:].strip()
+                    if p not in paths:
+                        paths.append(p)
+    except OSError:
+        pass
+    return paths
+
+
+# ---- PyTorch ------------------------------------------------------------------
+def torch_shape(torch, F, s, sets, iters, warmup, flush_bytes, gen, dev="cuda"):
+    """Times F.conv2d on shape s (a fovea JSON row); checks it first."""
+    n, c, h, w, k, r, q = s["n"], s["c"], s["h"], s["w"], s["k"], s["r"], s["s"]
+    stride, pad = s["stride"], s["pad"]
+
+    def rand(*shape, lo=-1.0, hi=1.0):
+        x = torch.rand(*shape, generator=gen, device=dev) * (hi - lo) + lo
+        x = x.half()
+        return torch.where(x == 0, torch.full_like(x, 0.5 * hi), x)  # never zero
+
+    a = math.sqrt(3.0 / (c * r * q))
+    xs = [rand(n, c, h, w).contiguous(memory_format=torch.channels_last) for _ in range(sets)]
+    wt = rand(k, c, r, q, lo=-a, hi=a).contiguous(memory_format=torch.channels_last)
+    flush = torch.empty(flush_bytes, dtype=torch.uint8, device=dev) if flush_bytes else None
+
+    def call(i):
+        return F.conv2d(xs[i % sets], wt, None, stride, pad)
+
+    # check: FP16 output against an FP32 conv of the same (FP16) values, TF32 off
+    tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    ref = F.conv2d(xs[0].float(), wt.float(), None, stride, pad)
+    torch.backends.cudnn.allow_tf32 = tf32
+    y = call(0)
+    if not y.is_contiguous(memory_format=torch.channels_last):
+        print(f"  warning: PyTorch output for {s['name']} is not channels_last")
+    err = (torch.linalg.vector_norm((y.float() - ref).double()) /
+           torch.linalg.vector_norm(ref.double())).item()
+    del ref, y
+    res = {"rel_err": err if math.isfinite(err) else None, "ok": bool(err <= TOL),
+           "sets": sets}
+    if not res["ok"]:
+        res["why"] = f"relative L2 error {err:.3g} > {TOL:g}: not timed"
+        return res
+    for i in range(warmup):  # the first call runs cudnn.benchmark's search
+        if flush is not None:
+            flush.zero_()
+        call(i)
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(iters)]
+    for i in range(iters):
+        if flush is not None:
+            flush.zero_()
+        ev[i][0].record()
+        call(i)
+        ev[i][1].record()
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    t = [a.elapsed_time(b) for a, b in ev]
+    res.update(median_ms=median(t), min_ms=min(t), mean_ms=sum(t) / len(t))
+    return res
+
+
+def run_torch(fovea, shapes_ok):
+    import torch
+    import torch.nn.functional as F
+    torch.backends.cudnn.benchmark = True
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(1)
+    flush_bytes = fovea.get("flush_bytes", 0) if fovea.get("cache_mode") == "flush" else 0
+    out = {}
+    with torch.inference_mode():
+        for s in fovea["shapes"]:
+            if not shapes_ok(s):
+                continue
+            try:
+                out[s["name"]] = torch_shape(torch, F, s, s.get("sets", 1), fovea["iters"],
+                                             fovea["warmup"], flush_bytes, gen)
+            except Exception as e:  # an unsupported shape, out of memory...
+                traceback.print_exc()
+                out[s["name"]] = {"ok": False, "why": f"PyTorch failed: {e}"}
+            torch.cuda.empty_cache()
+    return out
+
+
+# ---- report -------------------------------------------------------------------
+def ms(v):
+    return v.get("median_ms") if v and v.get("ok") else None
+
+
+def combine(fovea, torch_res):
+    rows = []
+    for s in fovea["shapes"]:
+        pt = torch_res.get(s["name"], {})
+        h, a, f, l, p = (ms(s.get("heuristic")), ms(s.get("autotuned")), ms(s.get("fused")),
+                         ms(s.get("legacy")), ms(pt))
+        ratio = (lambda x, y: x / y if x and y else None)
+        rows.append({
+            "index": s["index"], "name": s["name"], "gflop": s["gflop"], "sets": s.get("sets"),
+            "fovea_ok": s["ok"], "why": s.get("why", ""),
+            "heuristic_ms": h, "autotuned_ms": a, "fused_ms": f, "legacy_ms": l, "pytorch_ms": p,
+            "pytorch_err": pt.get("rel_err"), "pytorch_why": pt.get("why", ""),
+            "autotuned_err": (s.get("autotuned") or {}).get("rel_err"),
+            "autotuned_engine": (s.get("autotuned") or {}).get("engine"),
+            "autotuned_layout": (s.get("autotuned") or {}).get("layout"),
+            "heuristic_engine": (s.get("heuristic") or {}).get("engine"),
+            "legacy_algo": (s.get("legacy") or {}).get("algo_name"),
+            "auto_vs_torch": ratio(a, p), "heur_vs_torch": ratio(h, p),
+            "legacy_vs_torch": ratio(l, p), "fused_vs_bare": ratio(f, a),
+            "heur_vs_auto": ratio(h, a), "auto_vs_legacy": ratio(a, l),
+        })
+    return rows
+
+
+def verdict(ok):
+    return "PASS" if ok else "MISS"
+
+
+def targets(rows, fovea, fresh=None):
+    t = {}
+    each = [r["auto_vs_torch"] for r in rows]
+    t["auto_vs_torch_each"] = {
+        "target": f"<= {TARGETS['auto_vs_torch_each']:.2f} on every shape",
+        "worst": max([x for x in each if x] or [None], key=lambda x: x or 0),
+        "misses": [r["name"] for r in rows if not r["auto_vs_torch"] or
+                   r["auto_vs_torch"] > TARGETS["auto_vs_torch_each"]]}
+    t["auto_vs_torch_each"]["pass"] = not t["auto_vs_torch_each"]["misses"]
+    g = geomean(each)
+    t["auto_vs_torch_geomean"] = {"target": f"<= {TARGETS['auto_vs_torch_geomean']:.2f}",
+                                  "value": g, "complete": all(each),
+                                  "pass": bool(g and all(each) and
+                                               g <= TARGETS["auto_vs_torch_geomean"])}
+    fb = [r["fused_vs_bare"] for r in rows]
+    t["fused_vs_bare"] = {
+        "target": f"<= {TARGETS['fused_vs_bare']:.2f} on every shape", "geomean": geomean(fb),
+        "worst": max([x for x in fb if x] or [None], key=lambda x: x or 0),
+        "misses": [r["name"] for r in rows if not r["fused_vs_bare"] or
+                   r["fused_vs_bare"] > TARGETS["fused_vs_bare"]]}
+    t["fused_vs_bare"]["pass"] = not t["fused_vs_bare"]["misses"]
+    ha = [r["heur_vs_auto"] for r in rows]
+    g = geomean(ha)
+    t["heur_vs_auto_geomean"] = {"target": f"<= {TARGETS['heur_vs_auto_geomean']:.2f}",
+                                 "value": g, "complete": all(ha),
+                                 "pass": bool(g and all(ha) and
+                                              g <= TARGETS["heur_vs_auto_geomean"])}
+    for key, prof in (("profile", fovea.get("profile")), ("profile_fresh", fresh)):
+        if prof:
+            profile_targets(t, key, prof)
+    return t
+
+
+def profile_targets(t, key, prof):
+    """Ops made from a warm profile: no choosing at creation, first call as fast as the 100th."""
+    runs = prof.get("runs", [])
+    label = prof.get("label", "")
+    chose = [r["name"] for r in runs
+             if not (r.get("ok") and str(r.get("choice", "")).startswith("profile") and
+                     r.get("candidates", 0) <= 1)]
+    fr = [r["first_ms"] / r["hundredth_ms"] for r in runs
+          if r.get("ok") and r.get("hundredth_ms")]
+    slow = [r["name"] for r in runs if not r.get("ok") or not r.get("hundredth_ms") or
+            r["first_ms"] / r["hundredth_ms"] > TARGETS["profile_first_vs_100th"]]
+    t[key + "_no_choosing"] = {
+        "label": label, "target": "every op from the warm profile: choice 'profile...', "
+        "1 candidate", "misses": chose, "pass": bool(runs) and not chose,
+        "max_create_ms": max([r["create_ms"] for r in runs] or [0])}
+    t[key + "_first_vs_100th"] = {
+        "label": label,
+        "target": f"first forward <= {TARGETS['profile_first_vs_100th']:.2f} x the 100th",
+        "worst": max(fr) if fr else None, "misses": slow, "pass": bool(runs) and not slow}
+
+
+def fmt(v, w=9, p=4):
+    return f"{v:{w}.{p}f}" if isinstance(v, (int, float)) and v is not None else f"{'-':>{w}}"
+
+
+def print_report(rows, t, fovea, torch_info):
+    print()
+    print(f"fovea vs PyTorch: {fovea['device']}, FP16 NHWC, median of {fovea['iters']} calls "
+          f"after {fovea['warmup']} warm-up, CUDA events, L2 "
+          f"{'scrubbed before each call' if fovea.get('cache_mode') == 'flush' else 'rotated'}")
+    print(f"cuDNN: fovea {fovea['cudnn_loaded']} ({fovea.get('cudnn_library')}), PyTorch "
+          f"{torch_info['cudnn_version']} ({torch_info['torch']}, "
+          f"{', '.join(torch_info['cudnn_mapped'][:1]) or '?'})")
+    hdr = (f"{'#':>2} {'shape':34} {'heur':>9} {'auto':>9} {'fused':>9} {'legacy':>9} "
+           f"{'pytorch':>9} | {'a/pt':>6} {'f/a':>6} {'h/a':>6} {'leg/pt':>6}  target a/pt<=1")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        if not r["fovea_ok"]:
+            print(f"{r['index']:2d} {r['name']:34} no timings: {r['why']}")
+            continue
+        a = r["auto_vs_torch"]
+        print(f"{r['index']:2d} {r['name']:34} {fmt(r['heuristic_ms'])} {fmt(r['autotuned_ms'])} "
+              f"{fmt(r['fused_ms'])} {fmt(r['legacy_ms'])} {fmt(r['pytorch_ms'])} | "
+              f"{fmt(a, 6, 3)} {fmt(r['fused_vs_bare'], 6, 3)} {fmt(r['heur_vs_auto'], 6, 3)} "
+              f"{fmt(r['legacy_vs_torch'], 6, 3)}  "
+              f"{verdict(a is not None and a <= TARGETS['auto_vs_torch_each'])}"
+              f"{'  (pytorch: ' + r['pytorch_why'] + ')' if r['pytorch_why'] else ''}")
+    print("\nengines (autotuned / heuristic / legacy Find):")
+    for r in rows:
+        print(f"{r['index']:2d} {r['name']:34} {r['autotuned_engine']} [{r['autotuned_layout']}]"
+              f" / {r['heuristic_engine']} / {r['legacy_algo']}")
+    print("\ntargets:")
+    x = t["auto_vs_torch_each"]
+    print(f"  {verdict(x['pass'])}  fovea autotuned / PyTorch {x['target']}: worst "
+          f"{fmt(x['worst'], 0, 3)}; misses: {', '.join(x['misses']) or 'none'}")
+    x = t["auto_vs_torch_geomean"]
+    print(f"  {verdict(x['pass'])}  fovea autotuned / PyTorch geometric mean {x['target']}: "
+          f"{fmt(x['value'], 0, 3)}{'' if x['complete'] else ' (not every shape has both)'}")
+    x = t["fused_vs_bare"]
+    print(f"  {verdict(x['pass'])}  fused conv+bias+ReLU / bare conv {x['target']}: worst "
+          f"{fmt(x['worst'], 0, 3)}, geomean {fmt(x['geomean'], 0, 3)}; misses: "
+          f"{', '.join(x['misses']) or 'none'}")
+    x = t["heur_vs_auto_geomean"]
+    print(f"  {verdict(x['pass'])}  heuristic / autotuned geometric mean {x['target']}: "
+          f"{fmt(x['value'], 0, 3)}")
+    for key in ("profile", "profile_fresh"):
+        if key + "_no_choosing" not in t:
+            continue
+        x = t[key + "_no_choosing"]
+        print(f"  {verdict(x['pass'])}  warm profile ({x['label']}): {x['target']}; slowest "
+              f"create {x['max_create_ms']:.3f} ms; misses: {', '.join(x['misses']) or 'none'}")
+        x = t[key + "_first_vs_100th"]
+        print(f"  {verdict(x['pass'])}  warm profile ({x['label']}): {x['target']}: worst "
+              f"{fmt(x['worst'], 0, 3)}; misses: {', '.join(x['misses']) or 'none'}")
+    if "profile_fresh_first_vs_100th" in t:
+        print("  (fresh process: the first call also loads the engine's kernels into the CUDA "
+              "context, CUDA's lazy module loading)")
+    if "profile_no_choosing" not in t:
+        print("  (no --profile: the warm-profile target was not measured)")
+
+
+def same_cudnn(fovea, torch_info):
+    """Loud warnings when fovea and PyTorch did not run on the same cuDNN."""
+    problems = []
+    if fovea.get("cudnn_loaded") != torch_info["cudnn_version"]:
+        problems.append(f"versions differ: fovea loaded {fovea.get('cudnn_loaded')}, PyTorch "
+                        f"{torch_info['cudnn_version']}")
+    if fovea.get("cudnn_compiled") != fovea.get("cudnn_loaded"):
+        problems.append(f"fovea was compiled against cuDNN {fovea.get('cudnn_compiled')} but "
+                        f"loaded {fovea.get('cudnn_loaded')}")
+    fdirs = {os.path.dirname(os.path.realpath(p))
+             for p in (fovea.get("cudnn_mapped") or "").split(":") if p}
+    tdirs = {os.path.dirname(os.path.realpath(p)) for p in torch_info["cudnn_mapped"]}
+    if fdirs and tdirs and fdirs != tdirs:
+        problems.append(f"libraries from different folders: fovea {sorted(fdirs)}, PyTorch "
+                        f"{sorted(tdirs)}")
+    for p in problems:
+        bar = "!" * 78
+        print(f"\n{bar}\nWARNING: fovea and PyTorch do not use the same cuDNN: {p}\n"
+              f"the comparison is not like for like\n{bar}", file=sys.stderr)
+        print(f"WARNING: not the same cuDNN: {p}")
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bench", help="fovea-bench (default: $FOVEA_BENCH, newest build*/, PATH)")
+    ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--shapes", default="all")
+    ap.add_argument("--cache", choices=["flush", "rotate"], default="flush")
+    ap.add_argument("--workspace-mb", type=int, default=1024)
+    ap.add_argument("--profile", help="fovea profile to write and then time ops from")
+    ap.add_argument("--fovea-json", help="keep fovea-bench's own JSON here; with --reuse, read it "
+                    "instead of running fovea-bench")
+    ap.add_argument("--fresh-json", help="keep the fresh-process warm-profile JSON here")
+    ap.add_argument("--reuse", action="store_true", help="do not run fovea-bench")
+    ap.add_argument("--json", help="write the combined results here")
+    ap.add_argument("--png", help="write the bar chart of the ratios here")
+    args = ap.parse_args()
+    if args.reuse and not args.fovea_json:
+        ap.error("--reuse needs --fovea-json")
+
+    tmp = tempfile.mkdtemp(prefix="fv-conv-")
+    fj = args.fovea_json or os.path.join(tmp, "fovea.json")
+    if not args.reuse:
+        bench = find_bench(args.bench)
+        if not bench or not os.access(bench, os.X_OK):
+            print("conv_vs_pytorch: fovea-bench not found (build it, or pass --bench)",
+                  file=sys.stderr)
+            return 2
+        cmd = [bench, "conv", "--iters", str(args.iters), "--warmup", str(args.warmup),
+               "--shapes", args.shapes, "--cache", args.cache, "--workspace-mb",
+               str(args.workspace_mb), "--json", fj]
+        if args.profile:
+            cmd += ["--profile", args.profile]
+        rc = run_child(cmd)  # fovea first, before this process touches the GPU
+        if rc != 0:
+            print(f"conv_vs_pytorch: fovea-bench exited with {rc}", file=sys.stderr)
+            if not os.path.exists(fj):
+                return 1
+    with open(fj) as f:
+        fovea = json.load(f)
+    fresh = None
+    if args.profile and not args.reuse and fovea.get("profile"):
+        # the warm profile again, in a process that ran nothing before
+        fr = args.fresh_json or os.path.join(tmp, "fresh.json")
+        cmd = [bench, "conv", "--profile", args.profile, "--profile-only", "--shapes",
+               args.shapes, "--cache", args.cache, "--workspace-mb", str(args.workspace_mb),
+               "--json", fr]
+        rc = run_child(cmd)
+        if rc == 0 and os.path.exists(fr):
+            with open(fr) as f:
+                fresh = json.load(f).get("profile")
+        else:
+            print(f"conv_vs_pytorch: fovea-bench --profile-only exited with {rc}",
+                  file=sys.stderr)
+    elif args.reuse and args.fresh_json and os.path.exists(args.fresh_json):
+        with open(args.fresh_json) as f:
+            fresh = json.load(f).get("profile")
+
+    import torch
+    if not torch.cuda.is_available():
+        print("conv_vs_pytorch: PyTorch sees no GPU", file=sys.stderr)
+        return 1
+    torch_res = run_torch(fovea, lambda s: True)  # PyTorch on every shape, for reference
+    torch_info = {"torch": torch.__version__, "cuda": torch.version.cuda,
+                  "cudnn_version": torch.backends.cudnn.version(),
+                  "device": torch.cuda.get_device_name(0), "cudnn_mapped": mapped_cudnn()}
+    print(f"\nPyTorch {torch_info['torch']} (CUDA {torch_info['cuda']}), cuDNN "
+          f"{torch_info['cudnn_version']}: {', '.join(torch_info['cudnn_mapped']) or '?'}")
+    print(f"fovea-bench: cuDNN compiled {fovea.get('cudnn_compiled')}, loaded "
+          f"{fovea.get('cudnn_loaded')}: {fovea.get('cudnn_mapped') or fovea.get('cudnn_library')}")
+    problems = same_cudnn(fovea, torch_info)
+    rows = combine(fovea, torch_res)
+    t = targets(rows, fovea, fresh)
+    print_report(rows, t, fovea, torch_info)
+
+    out = {"bench": "conv_vs_pytorch", "device": fovea["device"], "pytorch": torch_info,
+           "same_cudnn": not problems, "cudnn_problems": problems, "targets": t,
+           "rows": rows, "pytorch_results": torch_res, "fovea": fovea, "profile_fresh": fresh}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+            f.write("\n")
+        print(f"\nwrote {args.json}")
+    if args.png:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import plot_ratios
+        how = plot_ratios.plot(out, args.png)
+        print(f"wrote {args.png} ({how})")
+    bad = any(not s["ok"] for s in fovea["shapes"]) or any(
+        not v.get("ok") for v in torch_res.values())
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
