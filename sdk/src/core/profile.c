@@ -57,11 +57,18 @@ static bool name_ok(const char *s, size_t n) {
 }
 
 /* What is wrong with c, or NULL. */
+const char *fv__engine_path_name(fv__engine_path p) {
+    return p == FV__PATH_GRAPH         ? "graph"
+           : p == FV__PATH_GRAPH_SPLIT ? "graph-split"
+           : p == FV__PATH_LEGACY      ? "legacy"
+                                       : "none";
+}
+
 static const char *choice_problem(const fv__engine_choice *c) {
     if (!word_ok(c->key, sizeof c->key))
         return "key must be 1..191 printable characters without spaces";
-    if (c->path != FV__PATH_GRAPH && c->path != FV__PATH_LEGACY)
-        return "path must be graph or legacy";
+    if (c->path != FV__PATH_GRAPH && c->path != FV__PATH_LEGACY && c->path != FV__PATH_GRAPH_SPLIT)
+        return "path must be graph, graph-split or legacy";
     if (c->cdecl_ < 1 || c->cdecl_ > MAX_CDECL) return "cdecl must be 1..65536";
     if (c->engine < 0) return "engine must be >= 0";
     if (c->nknobs < 0 || c->nknobs > FV__PROFILE_MAX_KNOBS) return "more than 16 knobs";
@@ -234,9 +241,10 @@ static fv_status parse_fields(loader *L, char *rest, fv__engine_choice *c) {
         bool ok = true;
         switch (f) {
         case 0:
-            c->path = strcmp(v, "graph") == 0    ? FV__PATH_GRAPH
-                      : strcmp(v, "legacy") == 0 ? FV__PATH_LEGACY
-                                                 : (fv__engine_path)0;
+            c->path = strcmp(v, "graph") == 0         ? FV__PATH_GRAPH
+                      : strcmp(v, "graph-split") == 0 ? FV__PATH_GRAPH_SPLIT
+                      : strcmp(v, "legacy") == 0      ? FV__PATH_LEGACY
+                                                      : (fv__engine_path)0;
             ok = c->path != 0;
             break;
         case 1:
@@ -429,7 +437,7 @@ static int write_entry(FILE *f, const fv__engine_choice *c) {
     char ms[32];
     format_float(ms, sizeof ms, "%.9g", (double)c->ms);
     if (fprintf(f, "conv %s path=%s cdecl=%d engine=%lld ws=%llu ms=%s how=%s knobs=", c->key,
-                c->path == FV__PATH_GRAPH ? "graph" : "legacy", c->cdecl_, (long long)c->engine,
+                fv__engine_path_name(c->path), c->cdecl_, (long long)c->engine,
                 (unsigned long long)c->workspace, ms, c->how) < 0)
         return -1;
     if (c->nknobs == 0) return fputs("-\n", f) < 0 ? -1 : 0;

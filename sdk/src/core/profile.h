@@ -5,8 +5,8 @@
  *   device <device name, rest of the line>
  *   sm <major*10+minor>
  *   cudnn <cudnnGetVersion() of the library that tuned it>
- *   conv <key> path=<graph|legacy> cdecl=<n> engine=<n> ws=<bytes> ms=<float> how=<word>
- * knobs=<t:v,t:v,...|->
+ *   conv <key> path=<graph|graph-split|legacy> cdecl=<n> engine=<n> ws=<bytes> ms=<float>
+ * how=<word> knobs=<t:v,t:v,...|->
  *   ...
  *   end <number of conv lines>
  * Lines are at most FV__PROFILE_LINE bytes. Anything else (unknown version,
@@ -26,7 +26,13 @@
 #define FV__PROFILE_MAX_KNOBS   16
 #define FV__PROFILE_MAX_ENTRIES 4096
 
-typedef enum { FV__PATH_GRAPH = 1, FV__PATH_LEGACY = 2 } fv__engine_path;
+/* graph: the fused conv+bias+activation graph; graph-split: a bare conv graph
+ * followed by fovea's epilogue kernel (bias, activation), which some shapes
+ * run faster; legacy: cudnnConvolutionForward and the epilogue kernel. */
+typedef enum { FV__PATH_GRAPH = 1, FV__PATH_LEGACY = 2, FV__PATH_GRAPH_SPLIT = 3 } fv__engine_path;
+
+/* "graph", "graph-split", "legacy". */
+const char *fv__engine_path_name(fv__engine_path p);
 
 typedef struct fv__engine_choice {
     char key[FV__PROFILE_KEY]; /* the op's signature: no spaces (fv__conv2d_key) */

@@ -160,9 +160,9 @@ static void cand_free(fv__conv_cand *c) {
 
 /* Graph candidates of form f from one heuristics mode into out[*n..]; stops
  * after the first when first_only. Returns how many configs were offered. */
-static int graph_candidates(fv_conv2d *op, const fv__conv_form *f, fv__bdesc graph,
-                            cudnnBackendHeurMode_t mode, const char *mode_name, int first_only,
-                            fv__conv_cand *out, int *n, int max, int *too_big) {
+static int graph_candidates(fv_conv2d *op, const fv__conv_form *f, fv__engine_path path,
+                            fv__bdesc graph, cudnnBackendHeurMode_t mode, const char *mode_name,
+                            int first_only, fv__conv_cand *out, int *n, int max, int *too_big) {
     fv_context *ctx = op->ctx;
     fv__bdesc cfgs[MAX_CFGS] = {0};
     int got = fv__conv_graph_configs(graph, mode, cfgs, MAX_CFGS);
@@ -180,8 +180,8 @@ static int graph_candidates(fv_conv2d *op, const fv__conv_form *f, fv__bdesc gra
         fv__conv_cfg_describe(cfgs[i], &c.choice, &c.tensor_cores);
         int dup = 0; /* the fallback list repeats engines of list A */
         for (int j = 0; j < *n && !dup; j++)
-            dup = out[j].path == FV__PATH_GRAPH && out[j].f.cd == f->cd &&
-                  out[j].f.groups == f->groups && out[j].choice.engine == c.choice.engine &&
+            dup = out[j].path == path && out[j].f.cd == f->cd && out[j].f.groups == f->groups &&
+                  out[j].choice.engine == c.choice.engine &&
                   out[j].choice.nknobs == c.choice.nknobs &&
                   !memcmp(out[j].choice.knob_value, c.choice.knob_value,
                           sizeof(int64_t) * (size_t)c.choice.nknobs);
@@ -189,13 +189,14 @@ static int graph_candidates(fv_conv2d *op, const fv__conv_form *f, fv__bdesc gra
             cand_free(&c);
             continue;
         }
-        c.path = FV__PATH_GRAPH;
+        c.path = path;
         c.f = *f;
         c.ws = (size_t)ws;
-        c.choice.path = FV__PATH_GRAPH;
+        c.choice.path = path;
         c.choice.cdecl_ = f->cd;
         snprintf(c.engine, sizeof c.engine, "eng%lld", (long long)c.choice.engine);
-        snprintf(c.how, sizeof c.how, "heuristics %s #%d of %d", mode_name, i, got);
+        snprintf(c.how, sizeof c.how, "heuristics %s #%d of %d%s", mode_name, i, got,
+                 path == FV__PATH_GRAPH_SPLIT ? ", bare conv + epilogue" : "");
         out[(*n)++] = c;
     }
     for (int i = 0; i < MAX_CFGS; i++)
@@ -244,11 +245,12 @@ static fv_status from_profile(fv_conv2d *op, const fv__engine_choice *e, const f
         out->f = forms[i];
         out->choice = *e;
         out->path = e->path;
-        if (e->path == FV__PATH_GRAPH) {
+        if (e->path == FV__PATH_GRAPH || e->path == FV__PATH_GRAPH_SPLIT) {
             fv__conv_graph g;
             fv__bdesc cfg = NULL;
             int64_t ws = 0;
-            cudnnStatus_t s = fv__conv_graph_build(op, &forms[i], h, &g);
+            cudnnStatus_t s =
+                fv__conv_graph_build(op, &forms[i], e->path == FV__PATH_GRAPH_SPLIT, h, &g);
             if (!s) s = fv__conv_cfg_from_choice(g.graph, e, &cfg);
             if (!s) s = fv__conv_plan(cfg, h, &out->plan, &ws);
             if (!s) fv__conv_cfg_describe(cfg, &out->choice, &out->tensor_cores);
@@ -285,6 +287,38 @@ static fv_status from_profile(fv_conv2d *op, const fv__engine_choice *e, const f
 }
 
 /* ---- create ---------------------------------------------------------------- */
+/* One run on scratch buffers at creation: CUDA loads an engine's kernels
+ * lazily at their first launch (tens of ms for some), and cuDNN finishes some
+ * plans then; that must not land on the first frame. Skipped (with a debug
+ * message) when the pool has no room for the scratch. */
+static void warm_up(fv_conv2d *op, conv_state *st) {
+    fv_context *ctx = op->ctx;
+    const fv_conv2d_desc *d = &op->desc;
+    fv_pool *dev = ctx->pools[FV_POOL_DEVICE];
+    size_t xb = (size_t)d->n * d->h * d->w * st->c.f.cs * 2;
+    size_t yb = (size_t)d->n * op->p * op->q * st->c.f.kp * 2;
+    void *x = NULL, *y = NULL, *ws = fv__cuda_state_of(ctx)->ws;
+    fv__bdesc vp = NULL;
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s", fv_last_error());
+    if (fv_pool_alloc(dev, xb, &x) == FV_OK && fv_pool_alloc(dev, yb, &y) == FV_OK &&
+        cudaMemsetAsync(x, 0, xb, fv__cuda_stream(ctx)) == cudaSuccess &&
+        (st->c.path == FV__PATH_LEGACY ||
+         fv__conv_variant_pack(st->c.path == FV__PATH_GRAPH && op->has_bias, x, st->w, y, st->b, ws,
+                               &vp) == CUDNN_STATUS_SUCCESS) &&
+        fv__conv_run(op, &st->c, &st->l, vp, x, y, st->w, st->b, ws) == FV_OK) {
+        cudaStreamSynchronize(fv__cuda_stream(ctx));
+    } else {
+        fv__log(ctx, FV_LOG_DEBUG, "conv2d: no warm-up run (%s)", fv_last_error());
+        cudaStreamSynchronize(fv__cuda_stream(ctx));
+        cudaGetLastError();
+    }
+    if (vp) cudnnBackendDestroyDescriptor(vp);
+    fv_pool_free(dev, x);
+    fv_pool_free(dev, y);
+    fv__error(FV_OK, "%s", saved);
+}
+
 static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, conv_state *st,
                         char *why, size_t why_n);
 
@@ -301,6 +335,8 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
     fv_status s = choose(op, weights, bias, st, why, sizeof why);
     if (s == FV_OK) s = upload_weights(op, &st->c.f, weights, bias, &st->w, &st->b);
     if (s == FV_OK) s = workspace_reserve(ctx, st->c.ws);
+    op->be_state = st;
+    if (s == FV_OK) warm_up(op, st);
     if (s != FV_OK) {
         op->be_state = st;
         fv__cuda_conv2d_destroy(op);
@@ -318,9 +354,9 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
         fv__profile_put(ctx->profile, &e); /* a full profile only loses persistence */
     }
     fv__log(ctx, FV_LOG_INFO, "conv2d %dx%dx%d -> %dx%dx%d (%dx%d): %s %s, %s, %s, ws %zu, %s",
-            d->h, d->w, d->c, op->p, op->q, d->k, d->r, d->s,
-            st->c.path == FV__PATH_GRAPH ? "graph" : "legacy", st->c.engine, st->c.how,
-            st->c.f.name, st->c.ws, st->c.tensor_cores ? "tensor cores" : "no tensor cores");
+            d->h, d->w, d->c, op->p, op->q, d->k, d->r, d->s, fv__engine_path_name(st->c.path),
+            st->c.engine, st->c.how, st->c.f.name, st->c.ws,
+            st->c.tensor_cores ? "tensor cores" : "no tensor cores");
     return FV_OK;
 }
 
@@ -347,7 +383,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
             fv__log(ctx, FV_LOG_WARN,
                     "conv2d: profile entry %s (%s engine %lld) no longer builds here; choosing "
                     "by heuristics",
-                    key, e->path == FV__PATH_GRAPH ? "graph" : "legacy", (long long)e->engine);
+                    key, fv__engine_path_name(e->path), (long long)e->engine);
         }
     }
     if (!tune) nf = formulations(op, forms, 0);
@@ -359,20 +395,30 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
         fv__conv_cand *c = calloc(MAXC, sizeof *c);
         FV_REQUIRE(c, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
         int n = 0, too_big = 0, offered = 0;
-        fv__conv_graph g;
-        cudnnStatus_t gs = fv__conv_graph_build(op, f, h, &g);
-        if (gs == CUDNN_STATUS_SUCCESS) {
-            offered += graph_candidates(op, f, g.graph, CUDNN_HEUR_MODE_A, "A", !tune, c, &n, MAXC,
-                                        &too_big);
-            if (tune || n == 0)
-                offered += graph_candidates(op, f, g.graph, CUDNN_HEUR_MODE_FALLBACK, "fallback",
-                                            !tune, c, &n, MAXC, &too_big);
+        /* fused graph, then (when there is an epilogue) the bare conv graph
+         * with fovea's epilogue kernel: list A of each first, the fallback
+         * lists after (their engines are often slow, without tensor cores) */
+        int split = op->has_bias || d->activation != FV_ACT_IDENTITY;
+        fv__conv_graph g, gb;
+        cudnnStatus_t gs = fv__conv_graph_build(op, f, 0, h, &g);
+        cudnnStatus_t bs =
+            split ? fv__conv_graph_build(op, f, 1, h, &gb) : CUDNN_STATUS_NOT_SUPPORTED;
+        for (int pass = 0; pass < 4; pass++) {
+            int is_split = pass & 1;
+            cudnnBackendHeurMode_t mode = pass < 2 ? CUDNN_HEUR_MODE_A : CUDNN_HEUR_MODE_FALLBACK;
+            if ((is_split ? bs : gs) != CUDNN_STATUS_SUCCESS) continue;
+            if (!tune && n > 0) break;
+            if (tune && mode == CUDNN_HEUR_MODE_FALLBACK && is_split) continue;
+            offered += graph_candidates(op, f, is_split ? FV__PATH_GRAPH_SPLIT : FV__PATH_GRAPH,
+                                        is_split ? gb.graph : g.graph, mode,
+                                        pass < 2 ? "A" : "fallback", !tune, c, &n, MAXC, &too_big);
         }
         fv__conv_graph_destroy(&g);
+        if (split) fv__conv_graph_destroy(&gb);
         fv__conv_legacy l;
         memset(&l, 0, sizeof l);
         int nlegacy_from = n;
-        if ((tune || n == 0) && f->cd == f->cs) {
+        if (tune || n == 0) {
             fv_status ls = legacy_candidates(op, f, &l, !tune, c, &n, MAXC);
             if (ls != FV_OK)
                 fv__log(ctx, FV_LOG_DEBUG, "conv2d (%s): legacy API: %s", f->name, fv_last_error());
@@ -465,7 +511,8 @@ static fv_status variant_pack(fv_conv2d *op, conv_state *st, const void *x, void
     st->vp_next = (st->vp_next + 1) % VP_CACHE;
     if (e->vp) cudnnBackendDestroyDescriptor(e->vp);
     e->vp = NULL;
-    FV_CUDNN_TRY(fv__conv_variant_pack(op->has_bias, x, st->w, y, st->b, ws, &e->vp));
+    FV_CUDNN_TRY(fv__conv_variant_pack(st->c.path == FV__PATH_GRAPH && op->has_bias, x, st->w, y,
+                                       st->b, ws, &e->vp));
     e->x = x;
     e->y = y;
     e->ws = ws;
@@ -479,14 +526,14 @@ fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor 
     const void *x = fv__tensor_ptr(in);
     void *y = fv__tensor_ptr(out);
     fv__bdesc vp = NULL;
-    if (st->c.path == FV__PATH_GRAPH) FV_TRY(variant_pack(op, st, x, y, ws, &vp));
+    if (st->c.path != FV__PATH_LEGACY) FV_TRY(variant_pack(op, st, x, y, ws, &vp));
     return fv__conv_run(op, &st->c, &st->l, vp, x, y, st->w, st->b, ws);
 }
 
 void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out) {
     const conv_state *st = op->be_state;
     if (!st) return;
-    snprintf(out->path, sizeof out->path, "%s", st->c.path == FV__PATH_GRAPH ? "graph" : "legacy");
+    snprintf(out->path, sizeof out->path, "%s", fv__engine_path_name(st->c.path));
     snprintf(out->engine, sizeof out->engine, "%s", st->c.engine);
     snprintf(out->choice, sizeof out->choice, "%.63s", st->c.how);
     snprintf(out->layout, sizeof out->layout, "%s", st->c.f.name);

@@ -38,8 +38,10 @@ typedef struct fv__conv_graph {
     fv__bdesc graph;
 } fv__conv_graph;
 
-cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f, cudnnHandle_t h,
-                                   fv__conv_graph *g);
+/* bare: the convolution alone (bias and activation left to the epilogue
+ * kernel: the graph-split path). */
+cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f, int bare,
+                                   cudnnHandle_t h, fv__conv_graph *g);
 void fv__conv_graph_destroy(fv__conv_graph *g);
 /* Engine configs of a heuristics mode, best first, into cfgs (created here;
  * destroy each). Returns how many (0 on any failure). */

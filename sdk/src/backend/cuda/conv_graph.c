@@ -111,20 +111,21 @@ static cudnnStatus_t make_conv(const fv_conv2d_desc *d, fv__conv_graph *g) {
     return cudnnBackendFinalize(g->conv);
 }
 
-cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f, cudnnHandle_t h,
-                                   fv__conv_graph *g) {
+cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f, int bare,
+                                   cudnnHandle_t h, fv__conv_graph *g) {
     const fv_conv2d_desc *d = &op->desc;
-    int has_act = d->activation != FV_ACT_IDENTITY;
+    int has_act = d->activation != FV_ACT_IDENTITY && !bare;
+    int has_bias = op->has_bias && !bare;
     cudnnDataType_t half = CUDNN_DATA_HALF, flt = CUDNN_DATA_FLOAT;
     memset(g, 0, sizeof *g);
 
     TRY_BE(make_tensor(&g->t[0], UID_X, half, d->n, f->cd, d->h, d->w, f->cs, 0));
     /* W: (kp, wc, r, s) stored KRSC */
     TRY_BE(make_tensor(&g->t[1], UID_W, half, f->kp, f->wc, d->r, d->s, f->wc, 0));
-    if (op->has_bias) TRY_BE(make_tensor(&g->t[2], UID_B, half, 1, f->kp, 1, 1, f->kp, 0));
+    if (has_bias) TRY_BE(make_tensor(&g->t[2], UID_B, half, 1, f->kp, 1, 1, f->kp, 0));
     TRY_BE(make_tensor(&g->t[3], UID_Y, half, d->n, f->kp, op->p, op->q, f->kp, 0));
     fv__bdesc conv_out = g->t[3];
-    if (op->has_bias || has_act) { /* a virtual FP32 intermediate feeds the epilogue */
+    if (has_bias || has_act) { /* a virtual FP32 intermediate feeds the epilogue */
         TRY_BE(make_tensor(&g->t[4], UID_T1, flt, d->n, f->kp, op->p, op->q, f->kp, 1));
         conv_out = g->t[4];
     }
@@ -151,7 +152,7 @@ cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f, 
     fv__bdesc ops[3] = {g->conv_op, NULL, NULL};
     int k = 1;
     fv__bdesc cur = conv_out;
-    if (op->has_bias) {
+    if (has_bias) {
         fv__bdesc out = g->t[3];
         if (has_act) {
             TRY_BE(make_tensor(&g->t[5], UID_T2, flt, d->n, f->kp, op->p, op->q, f->kp, 1));
@@ -323,8 +324,9 @@ fv_status fv__conv_legacy_init(const fv_conv2d *op, const fv__conv_form *f, fv__
     FV_CUDNN_TRY(cudnnCreateTensorDescriptor(&l->y));
     FV_CUDNN_TRY(cudnnCreateFilterDescriptor(&l->w));
     FV_CUDNN_TRY(cudnnCreateConvolutionDescriptor(&l->c));
-    FV_CUDNN_TRY(cudnnSetTensor4dDescriptor(l->x, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, d->n, f->cs,
-                                            d->h, d->w));
+    /* the input as declared (cd channels) inside its stored pixels (cs) */
+    FV_CUDNN_TRY(cudnnSetTensor4dDescriptorEx(l->x, CUDNN_DATA_HALF, d->n, f->cd, d->h, d->w,
+                                              d->h * d->w * f->cs, 1, d->w * f->cs, f->cs));
     FV_CUDNN_TRY(cudnnSetTensor4dDescriptor(l->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, d->n, f->kp,
                                             op->p, op->q));
     FV_CUDNN_TRY(cudnnSetFilter4dDescriptor(l->w, CUDNN_DATA_HALF, CUDNN_TENSOR_NHWC, f->kp, f->wc,
