@@ -342,6 +342,8 @@ static void forward_loop_allocates_nothing(void **state) {
     FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
     fv_tensor *a = make(gpu, FV_DTYPE_F16, 1, 64, 64, 16),
               *o = make(gpu, FV_DTYPE_F16, 1, 64, 64, 16);
+    FV_ASSERT_OK(fv_conv2d_bind(op, a, o)); /* set-up: both ping-pong pairs */
+    FV_ASSERT_OK(fv_conv2d_bind(op, o, a));
     FV_ASSERT_OK(fv_conv2d_forward(op, a, o)); /* warm-up */
     FV_ASSERT_OK(fv_conv2d_forward(op, o, a));
     fv_pool_stats before, after;
@@ -422,6 +424,8 @@ static void bad_input_is_refused(void **state) {
     FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
     fv_tensor *in = make(gpu, FV_DTYPE_F16, 1, 8, 8, 1), *bad = make(gpu, FV_DTYPE_F16, 1, 8, 8, 2);
     FV_ASSERT_STATUS(fv_conv2d_forward(op, in, bad), FV_ERR_BAD_SHAPE, "output tensor");
+    FV_ASSERT_STATUS(fv_conv2d_bind(op, in, bad), FV_ERR_BAD_SHAPE, "output tensor");
+    FV_ASSERT_STATUS(fv_conv2d_bind(NULL, in, bad), FV_ERR_BAD_PARAM, "op is NULL");
     fv_tensor *pinned = NULL;
     fv_tensor_desc pd = {.h = 6, .w = 6, .c = 1, .pool = fv_context_pool(gpu, FV_POOL_PINNED)};
     FV_ASSERT_OK(fv_tensor_create(gpu, &pd, &pinned));

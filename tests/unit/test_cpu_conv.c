@@ -479,6 +479,12 @@ static void test_conv_bad_tensors(void **state) {
     FV_ASSERT_STATUS(fv_conv2d_forward(op, in, out_f16), FV_ERR_BAD_SHAPE, "F16");
     FV_ASSERT_STATUS(fv_conv2d_forward(op, in, NULL), FV_ERR_BAD_PARAM, "output");
     FV_ASSERT_STATUS(fv_conv2d_forward(NULL, in, out), FV_ERR_BAD_PARAM, "op");
+    /* bind checks exactly as forward does */
+    FV_ASSERT_OK(fv_conv2d_bind(op, in, out));
+    FV_ASSERT_STATUS(fv_conv2d_bind(op, in_h, out), FV_ERR_BAD_SHAPE, "H=9");
+    FV_ASSERT_STATUS(fv_conv2d_bind(op, in, out_k), FV_ERR_BAD_SHAPE, "C=3");
+    FV_ASSERT_STATUS(fv_conv2d_bind(op, in, in), FV_ERR_BAD_SHAPE, "output tensor");
+    FV_ASSERT_STATUS(fv_conv2d_bind(NULL, in, out), FV_ERR_BAD_PARAM, "op");
     fv_tensor_destroy(in), fv_tensor_destroy(out), fv_tensor_destroy(in_h);
     fv_tensor_destroy(in_f16), fv_tensor_destroy(out_k), fv_tensor_destroy(out_f16);
     fv_conv2d_destroy(op);

@@ -96,6 +96,14 @@ typedef struct fv_conv2d_info {
 /* Fills *out. Returns FV_ERR_BAD_PARAM if either is NULL. */
 fv_status fv_conv2d_info_get(const fv_conv2d *op, fv_conv2d_info *out);
 
+/* Optional, at set-up: prepares the op for this input/output pair, so that
+ * the first fv_conv2d_forward on them does no host work either (on CUDA,
+ * the cuDNN variant pack binding their addresses is built here; an op keeps
+ * the last 4 pairs). Checks the tensors as fv_conv2d_forward does. Without
+ * it, the first forward on a new pair does that work.
+ * Returns FV_ERR_BAD_SHAPE, FV_ERR_BAD_PARAM, FV_ERR_CUDNN. */
+fv_status fv_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+
 /* Output size of one spatial dimension; 0 if the window does not fit. */
 int fv_conv_output_dim(int in, int kernel, int stride, int pad, int dilation);
 

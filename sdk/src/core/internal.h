@@ -132,6 +132,8 @@ typedef struct fv__backend {
     /* Optional: fills path/engine details (the front end has zeroed *out
      * and set path to the backend's name). */
     void (*conv2d_info)(const fv_conv2d *op, fv_conv2d_info *out);
+    /* Optional: prepares forward for (in, out); arguments checked. */
+    fv_status (*conv2d_bind)(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
 
     /* desc normalized (strides filled). */
     fv_status (*pooling2d)(fv_context *ctx, const fv_pooling_desc *desc, const fv_tensor *in,

@@ -530,6 +530,14 @@ fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor 
     return fv__conv_run(op, &st->c, &st->l, vp, x, y, st->w, st->b, ws);
 }
 
+fv_status fv__cuda_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out) {
+    conv_state *st = op->be_state;
+    fv__bdesc vp = NULL;
+    if (st->c.path == FV__PATH_LEGACY) return FV_OK; /* nothing to prepare */
+    return variant_pack(op, st, fv__tensor_ptr(in), fv__tensor_ptr(out),
+                        fv__cuda_state_of(op->ctx)->ws, &vp);
+}
+
 void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out) {
     const conv_state *st = op->be_state;
     if (!st) return;

@@ -245,6 +245,7 @@ const fv__backend fv__backend_cuda = {
     .conv2d_create = fv__cuda_conv2d_create,
     .conv2d_destroy = fv__cuda_conv2d_destroy,
     .conv2d_forward = fv__cuda_conv2d_forward,
+    .conv2d_bind = fv__cuda_conv2d_bind,
     .conv2d_info = fv__cuda_conv2d_info,
     .pooling2d = fv__cuda_pooling2d,
     .add = fv__cuda_add,

@@ -73,6 +73,7 @@ fv_status fv__cuda_unpack(fv_context *ctx, const fv_tensor *src, const fv_image 
 fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const float *bias);
 void fv__cuda_conv2d_destroy(fv_conv2d *op);
 fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+fv_status fv__cuda_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
 void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out);
 
 #endif

@@ -13,32 +13,42 @@ static __device__ float activate(fv_activation act, float alpha, float x) {
     }
 }
 
-static __global__ void epilogue_kernel(__half *y, size_t n, int kp, int k, const __half *bias,
+/* One thread per 8 channels of a pixel: kp is a multiple of 8, so each
+ * thread moves one 16-byte vector in and out. */
+static __global__ void epilogue_kernel(uint4 *y, size_t vecs, int kp, int k, const __half *bias,
                                        fv_activation act, float alpha, int pad_only) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    int c = (int)(i % (size_t)kp);
-    if (c >= k) {
-        y[i] = __float2half_rn(0.0f);
-        return;
+    if (i >= vecs) return;
+    int c0 = (int)((i * 8) % (size_t)kp);
+    if (pad_only && c0 + 8 <= k) return; /* nothing to clear in this vector */
+    uint4 v = y[i];
+    __half *h = reinterpret_cast<__half *>(&v);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        int c = c0 + j;
+        if (c >= k) {
+            h[j] = __float2half_rn(0.0f);
+        } else if (!pad_only) {
+            float x = __half2float(h[j]);
+            if (bias) x += __half2float(bias[c]);
+            h[j] = __float2half_rn(activate(act, alpha, x));
+        }
     }
-    if (pad_only) return;
-    float v = __half2float(y[i]);
-    if (bias) v += __half2float(bias[c]);
-    y[i] = __float2half_rn(activate(act, alpha, v));
+    y[i] = v;
 }
 
 extern "C" fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t pixels, int kp,
                                             int k, const void *bias, fv_activation act,
                                             float alpha) {
-    FV_REQUIRE(y && kp >= k && k >= 1, FV_ERR_INTERNAL, "conv epilogue: bad arguments");
+    FV_REQUIRE(y && kp >= k && k >= 1 && kp % 8 == 0 && ((uintptr_t)y % 16) == 0, FV_ERR_INTERNAL,
+               "conv epilogue: bad arguments (kp=%d k=%d)", kp, k);
     int pad_only = bias == NULL && act == FV_ACT_IDENTITY;
     if (pad_only && kp == k) return FV_OK;
-    size_t n = pixels * (size_t)kp;
-    if (n == 0) return FV_OK;
-    unsigned blocks = (unsigned)((n + 255) / 256);
-    epilogue_kernel<<<blocks, 256, 0, stream>>>((__half *)y, n, kp, k, (const __half *)bias, act,
-                                                alpha, pad_only);
+    size_t vecs = pixels * (size_t)kp / 8;
+    if (vecs == 0) return FV_OK;
+    unsigned blocks = (unsigned)((vecs + 255) / 256);
+    epilogue_kernel<<<blocks, 256, 0, stream>>>((uint4 *)y, vecs, kp, k, (const __half *)bias,
+                                                act, alpha, pad_only);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }
