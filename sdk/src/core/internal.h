@@ -71,7 +71,7 @@ struct fv_context {
     void *log_user;
     fv_log_level log_level;
     uint32_t flags;
-    size_t workspace_limit; /* bytes, from the desc (default filled) */
+    size_t workspace_limit;      /* bytes, from the desc (default filled) */
     struct fv__profile *profile; /* engine choices: loaded, heuristic, autotuned */
     char profile_why[256];       /* why the given profile was ignored, or "" */
 };

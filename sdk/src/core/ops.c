@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "../backend/activation.h"
 
 const char *fv_activation_name(fv_activation a) {
     switch (a) {
@@ -31,21 +32,7 @@ float fv__activation_alpha(fv_activation act, float alpha) {
 }
 
 float fv__activate(fv_activation act, float alpha, float x) {
-    switch (act) {
-    case FV_ACT_IDENTITY:
-        return x;
-    case FV_ACT_RELU:
-        return x > 0.0f ? x : 0.0f;
-    case FV_ACT_CLIPPED_RELU:
-        return x < 0.0f ? 0.0f : (x > alpha ? alpha : x);
-    case FV_ACT_SIGMOID:
-        return 1.0f / (1.0f + expf(-x));
-    case FV_ACT_TANH:
-        return tanhf(x);
-    case FV_ACT_LEAKY_RELU:
-        return x >= 0.0f ? x : alpha * x;
-    }
-    return x;
+    return fv__act(act, alpha, x);
 }
 
 static bool act_valid(fv_activation a) {

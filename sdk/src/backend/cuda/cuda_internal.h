@@ -16,7 +16,7 @@ typedef struct fv__cuda_state {
     cudnnHandle_t cudnn;                 /* bound to stream */
     cudaEvent_t events[FV__CUDA_EVENTS]; /* created with cudaEventDisableTiming */
     unsigned char event_used[FV__CUDA_EVENTS];
-    void *ws;        /* the workspace shared by all convolutions (device pool) */
+    void *ws; /* the workspace shared by all convolutions (device pool) */
     size_t ws_bytes;
 } fv__cuda_state;
 

@@ -1,16 +1,10 @@
 #include <cuda_fp16.h>
 #include "conv_epilogue.cuh"
 #include "../cuda_check.h"
+#include "../../activation.h"
 
-static __device__ float activate(fv_activation act, float alpha, float x) {
-    switch (act) {
-    case FV_ACT_RELU: return x > 0.0f ? x : 0.0f;
-    case FV_ACT_CLIPPED_RELU: return x < 0.0f ? 0.0f : (x > alpha ? alpha : x);
-    case FV_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-    case FV_ACT_TANH: return tanhf(x);
-    case FV_ACT_LEAKY_RELU: return x >= 0.0f ? x : alpha * x;
-    default: return x;
-    }
+static __device__ __forceinline__ float activate(fv_activation act, float alpha, float x) {
+    return fv__act(act, alpha, x);
 }
 
 /* One thread per 8 channels of a pixel: kp is a multiple of 8, so each
@@ -47,8 +41,8 @@ extern "C" fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t
     size_t vecs = pixels * (size_t)kp / 8;
     if (vecs == 0) return FV_OK;
     unsigned blocks = (unsigned)((vecs + 255) / 256);
-    epilogue_kernel<<<blocks, 256, 0, stream>>>((uint4 *)y, vecs, kp, k, (const __half *)bias,
-                                                act, alpha, pad_only);
+    epilogue_kernel<<<blocks, 256, 0, stream>>>((uint4 *)y, vecs, kp, k, (const __half *)bias, act,
+                                                alpha, pad_only);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }

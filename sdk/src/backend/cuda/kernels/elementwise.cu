@@ -1,4 +1,5 @@
 /* Elementwise kernels: dtype conversion, add + activation. */
+#include "../../activation.h"
 #include "elementwise.cuh"
 #include "common.cuh"
 #include "../cuda_check.h"
@@ -44,22 +45,9 @@ extern "C" fv_status fv__cuda_convert_launch(cudaStream_t s, void *dst, fv_dtype
     return FV_OK;
 }
 
-/* The activations of fv__activate (core/ops.c), on the device. */
+/* The activations of the CPU reference, on the device. */
 static __device__ __forceinline__ float activate(int act, float alpha, float x) {
-    switch (act) {
-    case FV_ACT_RELU:
-        return x > 0.0f ? x : 0.0f;
-    case FV_ACT_CLIPPED_RELU:
-        return x < 0.0f ? 0.0f : (x > alpha ? alpha : x);
-    case FV_ACT_SIGMOID:
-        return 1.0f / (1.0f + expf(-x));
-    case FV_ACT_TANH:
-        return tanhf(x);
-    case FV_ACT_LEAKY_RELU:
-        return x >= 0.0f ? x : alpha * x;
-    default:
-        return x;
-    }
+    return fv__act(act, alpha, x);
 }
 
 /* F16: one thread per 8 halves (16 bytes; c_stored is a multiple of 8 and
