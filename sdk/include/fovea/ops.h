@@ -97,8 +97,9 @@ typedef struct fv_conv2d_info {
 fv_status fv_conv2d_info_get(const fv_conv2d *op, fv_conv2d_info *out);
 
 /* Optional, at set-up: prepares the op for this input/output pair, so that
- * the first fv_conv2d_forward on them does no host work either (on CUDA,
- * the cuDNN variant pack binding their addresses is built here; an op keeps
+ * the first fv_conv2d_forward on them is as fast as any later one (on CUDA,
+ * the cuDNN variant pack binding their addresses is built here and run
+ * once, and the call waits for it: the output tensor is written; an op keeps
  * the last 4 pairs). Checks the tensors as fv_conv2d_forward does. Without
  * it, the first forward on a new pair does that work.
  * Returns FV_ERR_BAD_SHAPE, FV_ERR_BAD_PARAM, FV_ERR_CUDNN. */

@@ -533,9 +533,15 @@ fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor 
 fv_status fv__cuda_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out) {
     conv_state *st = op->be_state;
     fv__bdesc vp = NULL;
-    if (st->c.path == FV__PATH_LEGACY) return FV_OK; /* nothing to prepare */
-    return variant_pack(op, st, fv__tensor_ptr(in), fv__tensor_ptr(out),
-                        fv__cuda_state_of(op->ctx)->ws, &vp);
+    void *ws = fv__cuda_state_of(op->ctx)->ws;
+    if (st->c.path != FV__PATH_LEGACY)
+        FV_TRY(variant_pack(op, st, fv__tensor_ptr(in), fv__tensor_ptr(out), ws, &vp));
+    /* one run with exactly these pointers: cuDNN finishes per-binding set-up
+     * at the first execution */
+    FV_TRY(fv__conv_run(op, &st->c, &st->l, vp, fv__tensor_ptr(in), fv__tensor_ptr(out), st->w,
+                        st->b, ws));
+    FV_CUDA_TRY(cudaStreamSynchronize(fv__cuda_stream(op->ctx)));
+    return FV_OK;
 }
 
 void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out) {
