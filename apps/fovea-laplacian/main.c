@@ -1,9 +1,11 @@
-/* fovea-laplacian: the Laplacian edge filter of the classic cuDNN tutorial,
- * applied to an image file through the SDK:
- *   load (platform) -> upload to a U8 tensor -> pack to FP16 (x / 255) ->
- *   3x3 convolution (K=3, C=3: the kernel {1 1 1; 1 -8 1; 1 1 1} from every
- *   input channel into every output channel, zero padding 1) ->
- *   unpack |x| * 255 * gain to RGB24 -> download -> save PNG.
+/* fovea-laplacian: edge filters on an image file through the SDK's
+ * fv_filter, by default the Laplacian of the classic cuDNN tutorial:
+ *   load (platform) -> upload to a U8 tensor -> fv_filter_apply: pack to
+ *   FP16 (x / 255), one convolution (Laplacian {1 1 1; 1 -8 1; 1 1 1} on
+ *   every input channel, summed; or Sobel/Scharr/Prewitt gx and gy as one
+ *   convolution; or a kernel from the command line; zero padding), the edge
+ *   step (|x| or sqrt(gx^2 + gy^2), x 255 x gain, threshold, overlay),
+ *   unpack to RGB24 -> download -> save PNG.
  * The GPU when there is one, else the CPU reference backend. */
 #include <errno.h>
 #include <stdio.h>
@@ -17,22 +19,35 @@
 #define DEFAULT_IMAGE "astronaut.png"
 
 typedef struct options {
-    const char *input; /* NULL: the bundled image */
-    const char *output;
+    const char *input;  /* NULL: the bundled image */
+    const char *output; /* NULL: <filter>.png */
     fv_backend backend;
-    float gain;
+    fv_filter_desc filter; /* kind, output, gain, threshold, overlay, custom kernel */
+    float kernel[FV_FILTER_MAX_KERNEL * FV_FILTER_MAX_KERNEL];
 } options;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: fovea-laplacian [--input PATH] [--output PATH] [--backend auto|cpu|cuda]\n"
-               "                       [--filter laplacian] [--gain G] [--help]\n"
-               "Runs the 3x3 Laplacian edge filter on a PNG or JPEG image with fovea and writes\n"
-               "the edge magnitude as a PNG (or JPEG, by the output's extension).\n"
-               "  --input PATH    image to filter (default: the bundled data/" DEFAULT_IMAGE ")\n"
-               "  --output PATH   where to write the result (default: laplacian.png)\n"
-               "  --backend B     auto (default: the GPU when usable, else the CPU), cpu or cuda\n"
-               "  --filter F      laplacian (the only filter, for now)\n"
-               "  --gain G        output = |laplacian| * 255 * G, clamped (default 1)\n");
+    fprintf(
+        f, "usage: fovea-laplacian [--input PATH] [--output PATH] [--backend auto|cpu|cuda]\n"
+           "                       [--filter laplacian|sobel|scharr|prewitt|custom]\n"
+           "                       [--kernel \"R,C:V,V,...\"] [--gray|--color] [--gain G]\n"
+           "                       [--threshold T] [--overlay] [--help]\n"
+           "Runs an edge filter (fv_filter: one convolution on tensor cores, zero padding) on a\n"
+           "PNG or JPEG image with fovea and writes the edges as an RGB PNG (or JPEG, by the\n"
+           "output's extension).\n"
+           "  --input PATH    image to filter (default: the bundled data/" DEFAULT_IMAGE ")\n"
+           "  --output PATH   where to write the result (default: FILTER.png, laplacian.png)\n"
+           "  --backend B     auto (default: the GPU when usable, else the CPU), cpu or cuda\n"
+           "  --filter F      laplacian (default: {1 1 1; 1 -8 1; 1 1 1}, the cuDNN tutorial's),\n"
+           "                  sobel, scharr, prewitt (magnitude sqrt(gx^2 + gy^2)), or custom\n"
+           "  --kernel K      the custom kernel (implies --filter custom): R rows, C columns\n"
+           "                  (odd, 1 to 15), then R*C values row by row, e.g. "
+           "\"3,3:0,1,0,1,-4,1,0,1,0\"\n"
+           "  --gray          one edge value per pixel, the kernel on R, G and B summed (default)\n"
+           "  --color         edges of each colour channel on its own\n"
+           "  --gain G        output = |x| (or the magnitude) * 255 * G, clamped (default 1)\n"
+           "  --threshold T   output 255 where the edge reaches T (1 to 255), else 0 (0: none)\n"
+           "  --overlay       draw the edges over the input (the brighter of the two)\n");
 }
 
 /* "--name VALUE" or "--name=VALUE": returns VALUE and advances *i, or NULL. */
@@ -50,9 +65,48 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, in
     return argv[++*i];
 }
 
+/* "R,C:V,V,..." into o's custom kernel; 0 on success. */
+static int parse_kernel(const char *v, options *o) {
+    char *end;
+    long r = strtol(v, &end, 10), c = 0;
+    if (*end == ',') c = strtol(end + 1, &end, 10);
+    if (*end != ':' || r < 1 || r > FV_FILTER_MAX_KERNEL || c < 1 || c > FV_FILTER_MAX_KERNEL ||
+        r % 2 == 0 || c % 2 == 0) {
+        fprintf(stderr,
+                "fovea-laplacian: --kernel %s: start with R,C: (odd, 1 to %d), e.g. "
+                "\"3,3:0,1,0,1,-4,1,0,1,0\"\n",
+                v, FV_FILTER_MAX_KERNEL);
+        return 1;
+    }
+    long n = 0;
+    const char *p = end + 1;
+    for (;;) {
+        errno = 0;
+        double x = strtod(p, &end);
+        if (errno || end == p || !(x > -1e6 && x < 1e6) || n >= r * c) break;
+        o->kernel[n++] = (float)x;
+        if (*end == '\0' && n == r * c) {
+            o->filter.kernel_rows = (int)r, o->filter.kernel_cols = (int)c;
+            o->filter.kernel = o->kernel;
+            o->filter.kind = FV_FILTER_CUSTOM;
+            return 0;
+        }
+        if (*end != ',') break;
+        p = end + 1;
+    }
+    fprintf(stderr, "fovea-laplacian: --kernel %s: give %ld x %ld = %ld numbers, comma-separated\n",
+            v, r, c, r * c);
+    return 1;
+}
+
+static const char *const filter_names[] = {"laplacian", "sobel", "scharr", "prewitt", "custom"};
+
 /* 0: run, 1: exit 0 (help), 2: usage error. */
 static int parse(int argc, char **argv, options *o) {
-    *o = (options){.output = "laplacian.png", .backend = FV_BACKEND_AUTO, .gain = 1.0f};
+    memset(o, 0, sizeof *o);
+    o->backend = FV_BACKEND_AUTO;
+    o->filter.gain = 1.0f;
+    int kind = -1;
     for (int i = 1; i < argc; i++) {
         int bad = 0;
         const char *v;
@@ -75,10 +129,32 @@ static int parse(int argc, char **argv, options *o) {
                 return 2;
             }
         } else if ((v = opt_value(argc, argv, &i, "--filter", &bad))) {
-            if (strcmp(v, "laplacian") != 0) {
-                fprintf(stderr, "fovea-laplacian: --filter %s: the only filter is laplacian\n", v);
+            for (int k = 0; k < 5; k++)
+                if (strcmp(v, filter_names[k]) == 0) kind = k;
+            if (kind < 0) {
+                fprintf(stderr,
+                        "fovea-laplacian: --filter %s: use laplacian, sobel, scharr, prewitt or "
+                        "custom\n",
+                        v);
                 return 2;
             }
+        } else if ((v = opt_value(argc, argv, &i, "--kernel", &bad))) {
+            if (parse_kernel(v, o)) return 2;
+        } else if (strcmp(argv[i], "--gray") == 0 || strcmp(argv[i], "--grey") == 0) {
+            o->filter.output = FV_FILTER_OUT_GRAY;
+        } else if (strcmp(argv[i], "--color") == 0 || strcmp(argv[i], "--colour") == 0) {
+            o->filter.output = FV_FILTER_OUT_COLOR;
+        } else if (strcmp(argv[i], "--overlay") == 0) {
+            o->filter.overlay = 1;
+        } else if ((v = opt_value(argc, argv, &i, "--threshold", &bad))) {
+            char *end;
+            errno = 0;
+            double t = strtod(v, &end);
+            if (errno || end == v || *end || !(t >= 0 && t <= 255)) {
+                fprintf(stderr, "fovea-laplacian: --threshold %s: give a level, 0 to 255\n", v);
+                return 2;
+            }
+            o->filter.threshold = (float)t;
         } else if ((v = opt_value(argc, argv, &i, "--gain", &bad))) {
             char *end;
             errno = 0;
@@ -87,13 +163,23 @@ static int parse(int argc, char **argv, options *o) {
                 fprintf(stderr, "fovea-laplacian: --gain %s: give a number > 0\n", v);
                 return 2;
             }
-            o->gain = (float)g;
+            o->filter.gain = (float)g;
         } else if (!bad) {
             fprintf(stderr, "fovea-laplacian: unknown argument '%s' (try --help)\n", argv[i]);
             return 2;
         }
         if (bad) return 2;
     }
+    if (kind >= 0 && kind != FV_FILTER_CUSTOM && o->filter.kernel) {
+        fprintf(stderr, "fovea-laplacian: --kernel goes with --filter custom, not %s\n",
+                filter_names[kind]);
+        return 2;
+    }
+    if (kind == FV_FILTER_CUSTOM && !o->filter.kernel) {
+        fprintf(stderr, "fovea-laplacian: --filter custom needs --kernel \"R,C:V,V,...\"\n");
+        return 2;
+    }
+    if (kind >= 0) o->filter.kind = (fv_filter_kind)kind;
     return 0;
 }
 
@@ -125,9 +211,8 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-enum { ST_CONTEXT, ST_TENSORS, ST_PLAN, ST_UPLOAD, ST_PACK, ST_CONV, ST_UNPACK, ST_DOWNLOAD, NST };
-static const char *stage_name[NST] = {"context", "tensors", "conv plan", "upload",
-                                      "pack",    "conv",    "unpack",    "download"};
+enum { ST_CONTEXT, ST_TENSORS, ST_PLAN, ST_UPLOAD, ST_FILTER, ST_DOWNLOAD, NST };
+static const char *stage_name[NST] = {"context", "tensors", "plan", "upload", "filter", "download"};
 
 typedef struct run_result {
     fv_context_info info;
@@ -141,36 +226,15 @@ typedef struct run_result {
 
 typedef struct pipeline {
     fv_context *ctx;
-    fv_tensor *pix_in, *x, *y, *pix_out; /* U8 HxWx3, F16 HxWx3, F16 HxWx3, U8 HxWx3 */
-    fv_conv2d *conv;
+    fv_tensor *pix_in, *pix_out; /* U8 HxWx3 each: the frames, device-accessible */
+    fv_filter *filter;
 } pipeline;
 
 static fv_status make_tensors(pipeline *p, int w, int h) {
     fv_tensor_desc u8 = {.dtype = FV_DTYPE_U8, .h = h, .w = w, .c = 3};
-    fv_tensor_desc f16 = {.dtype = FV_DTYPE_F16, .h = h, .w = w, .c = 3};
     fv_status s = fv_tensor_create(p->ctx, &u8, &p->pix_in);
-    if (s == FV_OK) s = fv_tensor_create(p->ctx, &f16, &p->x);
-    if (s == FV_OK) s = fv_tensor_create(p->ctx, &f16, &p->y);
     if (s == FV_OK) s = fv_tensor_create(p->ctx, &u8, &p->pix_out);
     return s;
-}
-
-static fv_status make_conv(pipeline *p, int w, int h) {
-    static const float lap[9] = {1, 1, 1, 1, -8, 1, 1, 1, 1};
-    float weights[3 * 3 * 9]; /* K x C x R x S, every (k, c) the same kernel */
-    for (int i = 0; i < 3 * 3; i++)
-        memcpy(weights + 9 * i, lap, sizeof lap);
-    fv_conv2d_desc d = {.h = h,
-                        .w = w,
-                        .c = 3,
-                        .k = 3,
-                        .r = 3,
-                        .s = 3,
-                        .pad_h = 1,
-                        .pad_w = 1,
-                        .dtype = FV_DTYPE_F16,
-                        .weights = weights};
-    return fv_conv2d_create(p->ctx, &d, &p->conv);
 }
 
 /* One stage: the call, then a synchronize, so the time is the stage's own. */
@@ -188,41 +252,41 @@ static fv_status make_conv(pipeline *p, int w, int h) {
     } while (0)
 
 /* Runs the filter on backend; dst receives width x height RGB24 pixels. */
-static fv_status run(fv_backend backend, const fv_host_image *src, float gain, void *dst,
-                     run_result *r) {
+static fv_status run(fv_backend backend, const fv_host_image *src, const fv_filter_desc *fd,
+                     void *dst, run_result *r) {
     memset(r, 0, sizeof *r);
     pipeline p = {0};
     fv_status s;
     int w = src->width, h = src->height;
     size_t bytes = (size_t)w * h * 3;
-    /* Both U8 images, both F16 tensors (C stored as 8), twice over for what
-     * the backend adds (weights, workspace), plus room to spare. */
-    size_t need = 2 * (bytes + FV_ALIGN) + 2 * ((size_t)w * h * 8 * 2 + FV_ALIGN);
+    /* Both U8 images; the filter's FP16 input and convolution output (C
+     * stored as 8) and F32 edges (up to 3 channels); twice over for what the
+     * backend adds (weights, workspace), plus room to spare. */
+    size_t need = 2 * (bytes + FV_ALIGN) + 2 * ((size_t)w * h * 8 * 2 + FV_ALIGN) +
+                  (size_t)w * h * 3 * 4 + FV_ALIGN;
     fv_context_desc cd = {.backend = backend,
                           .device_pool_bytes = 2 * need + ((size_t)64 << 20),
                           .pinned_pool_bytes = (size_t)4 << 20,
                           .host_pool_bytes = (size_t)4 << 20};
     fv_image pix_in = {.format = FV_PIXEL_RGB24, .width = w, .height = h};
     fv_image pix_out = pix_in;
-    fv_unpack_desc ud = {.absolute = 1, .scale = 255.0f * gain};
+    fv_filter_desc d = *fd;
+    d.width = w, d.height = h, d.format = FV_PIXEL_RGB24;
 
     STAGE(ST_CONTEXT, fv_context_create(&cd, &p.ctx));
     r->have_info = fv_context_info_get(p.ctx, &r->info) == FV_OK;
     STAGE(ST_TENSORS, make_tensors(&p, w, h));
-    STAGE(ST_PLAN, make_conv(&p, w, h));
-    r->have_conv = fv_conv2d_info_get(p.conv, &r->conv) == FV_OK;
+    STAGE(ST_PLAN, fv_filter_create(p.ctx, &d, &p.filter));
+    r->have_conv = fv_conv2d_info_get(fv_filter_conv(p.filter), &r->conv) == FV_OK;
     pix_in.data = fv_tensor_data(p.pix_in);
     pix_out.data = fv_tensor_data(p.pix_out);
     STAGE(ST_UPLOAD, fv_tensor_upload(p.ctx, p.pix_in, src->data, bytes));
-    STAGE(ST_PACK, fv_image_pack(p.ctx, &pix_in, p.x, NULL)); /* default: byte / 255 */
-    STAGE(ST_CONV, fv_conv2d_forward(p.conv, p.x, p.y));
-    STAGE(ST_UNPACK, fv_image_unpack(p.ctx, p.y, &pix_out, &ud));
+    /* pack (byte / 255) -> convolution -> edge step -> unpack */
+    STAGE(ST_FILTER, fv_filter_apply(p.filter, &pix_in, &pix_out));
     STAGE(ST_DOWNLOAD, fv_tensor_download(p.ctx, p.pix_out, dst, bytes));
 done:
-    fv_conv2d_destroy(p.conv);
+    fv_filter_destroy(p.filter);
     fv_tensor_destroy(p.pix_out);
-    fv_tensor_destroy(p.y);
-    fv_tensor_destroy(p.x);
     fv_tensor_destroy(p.pix_in);
     fv_context_destroy(p.ctx);
     return s;
@@ -260,7 +324,11 @@ int main(int argc, char **argv) {
     if (pr) return pr == 1 ? 0 : 2;
     char def[4096];
     const char *input = o.input ? o.input : default_input(def, sizeof def);
-    printf("fovea %s: Laplacian edge filter\n", fv_version());
+    const char *kind = fv_filter_kind_name(o.filter.kind);
+    char out_def[64];
+    snprintf(out_def, sizeof out_def, "%s.png", kind);
+    const char *output = o.output ? o.output : out_def;
+    printf("fovea %s: %s edge filter\n", fv_version(), kind);
 
     fv_host_image src = {0};
     double t0 = now_ms();
@@ -281,14 +349,14 @@ int main(int argc, char **argv) {
     }
 
     run_result r;
-    s = run(o.backend, &src, o.gain, out.data, &r);
+    s = run(o.backend, &src, &o.filter, out.data, &r);
     if (s == FV_ERR_NOT_SUPPORTED && r.have_info && r.info.backend == FV_BACKEND_CUDA &&
         o.backend == FV_BACKEND_AUTO) {
         print_info(&r.info);
         printf("note:         the CUDA backend cannot run the %s stage yet (%s);\n"
                "              falling back to the CPU backend\n",
                stage_name[r.failed_stage], r.msg);
-        s = run(FV_BACKEND_CPU, &src, o.gain, out.data, &r);
+        s = run(FV_BACKEND_CPU, &src, &o.filter, out.data, &r);
     }
     if (r.have_info) print_info(&r.info);
     if (s != FV_OK) {
@@ -304,7 +372,7 @@ int main(int argc, char **argv) {
 
     t0 = now_ms();
     fv_image view = fv_host_image_view(&out);
-    s = fv_image_file_save(o.output, &view, NULL);
+    s = fv_image_file_save(output, &view, NULL);
     double save_ms = now_ms() - t0;
     fv_host_image_free(&out);
     fv_host_image_free(&src);
@@ -322,6 +390,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < NST; i++)
         printf("  %-10s %9.3f\n", stage_name[i], r.ms[i]);
     printf("  %-10s %9.3f\n", "save", save_ms);
-    printf("output:       %s (%dx%d RGB, |laplacian| x 255 x %g)\n", o.output, w, h, o.gain);
+    const fv_filter_desc *f = &o.filter;
+    printf("output:       %s (%dx%d RGB, %s %s edges, %s x 255 x %g", output, w, h,
+           f->output == FV_FILTER_OUT_COLOR ? "colour" : "grey", kind,
+           f->kind == FV_FILTER_LAPLACIAN || f->kind == FV_FILTER_CUSTOM ? "|x|" : "magnitude",
+           (double)f->gain);
+    if (f->threshold > 0) printf(", threshold %g", (double)f->threshold);
+    if (f->overlay) printf(", over the input");
+    printf(")\n");
     return 0;
 }

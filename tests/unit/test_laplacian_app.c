@@ -5,7 +5,11 @@
  * Bytes may differ by 1: the SDK also rounds the convolution's output to
  * FP16 before unpacking.
  *
- * usage: test_laplacian_app run|missing APP INPUT WORKDIR */
+ * The filters mode runs --filter sobel --color and a --kernel the same way
+ * (per-channel gradients, magnitude sqrt(gx^2 + gy^2)), and checks that a
+ * malformed --kernel is a usage error (exit 2).
+ *
+ * usage: test_laplacian_app run|missing|filters APP INPUT WORKDIR */
 #include "fv_test.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -125,15 +129,90 @@ static void app_missing_input_fails(void **state) {
     assert_int_equal(access(out, F_OK), -1);
 }
 
+/* Reference bytes of one channel-wise filter: k0 (and k1, for a gradient
+ * magnitude) on each of R, G, B, zero padding, |x| or the magnitude * 255 *
+ * gain; checks got within 1 and returns how many are off by one. */
+static size_t check_channelwise(const fv_host_image *in, const unsigned char *q, int R, int S,
+                                const double *k0, const double *k1, double gain) {
+    int w = in->width, h = in->height;
+    const unsigned char *p = in->data;
+    size_t off = 0;
+    for (int yy = 0; yy < h; yy++)
+        for (int xx = 0; xx < w; xx++)
+            for (int c = 0; c < 3; c++) {
+                double g0 = 0, g1 = 0;
+                for (int r = 0; r < R; r++)
+                    for (int s = 0; s < S; s++) {
+                        int iy = yy + r - R / 2, ix = xx + s - S / 2;
+                        if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                        double v = fv_round_f16(p[((size_t)iy * w + ix) * 3 + c] * (1.0f / 255));
+                        g0 += k0[r * S + s] * v;
+                        if (k1) g1 += k1[r * S + s] * v;
+                    }
+                double b = (k1 ? sqrt(g0 * g0 + g1 * g1) : fabs(g0)) * 255.0 * gain;
+                int want = b > 255.0 ? 255 : (int)floor(b + 0.5);
+                int o = q[((size_t)yy * w + xx) * 3 + c];
+                if (abs(o - want) > 1)
+                    fail_msg("pixel (%d,%d) channel %d: got %d, reference %d (%.4f)", xx, yy, c, o,
+                             want, b);
+                off += o != want;
+            }
+    return off;
+}
+
+static void app_filters_match_reference(void **state) {
+    static const double sx[9] = {-1, 0, 1, -2, 0, 2, -1, 0, 1},
+                        sy[9] = {-1, -2, -1, 0, 0, 0, 1, 2, 1};
+    static const double custom[3] = {-1, 0, 1};
+    fv_host_image in;
+    FV_ASSERT_OK(fv_image_file_load(input, FV_PIXEL_RGB24, &in));
+    size_t total = (size_t)in.width * in.height * 3;
+    for (int t = 0; t < 2; t++) {
+        char out[1024], log[1024];
+        snprintf(out, sizeof out, "%s/filter_%d.png", work_dir, t);
+        snprintf(log, sizeof log, "%s/filter_%d.log", work_dir, t);
+        unlink(out);
+        char *sobel[] = {(char *)app, "--backend", "cpu",      "--input", (char *)input,
+                         "--output",  out,         "--filter", "sobel",   "--color",
+                         "--gain",    "0.5",       NULL};
+        char *kern[] = {(char *)app,   "--backend", "cpu", "--input",
+                        (char *)input, "--output",  out,   "--kernel",
+                        "1,3:-1,0,1",  "--color",   NULL};
+        int rc = run_app(t == 0 ? sobel : kern, log);
+        char *text = slurp(log);
+        if (rc != 0) fail_msg("fovea-laplacian exited %d:\n%s", rc, text);
+        free(text);
+        fv_host_image got;
+        FV_ASSERT_OK(fv_image_file_load(out, FV_PIXEL_RGB24, &got));
+        assert_int_equal(got.width, in.width);
+        assert_int_equal(got.height, in.height);
+        size_t off = t == 0 ? check_channelwise(&in, got.data, 3, 3, sx, sy, 0.5)
+                            : check_channelwise(&in, got.data, 1, 3, custom, NULL, 1.0);
+        printf("%s: %zu of %zu bytes off by one\n", t == 0 ? "sobel" : "kernel", off, total);
+        assert_true(off < total / 20);
+        fv_host_image_free(&got);
+    }
+    fv_host_image_free(&in);
+    char log[1024];
+    snprintf(log, sizeof log, "%s/bad_kernel.log", work_dir);
+    char *bad[] = {(char *)app, "--backend", "cpu", "--kernel", "3,3:1,2", NULL};
+    int rc = run_app(bad, log);
+    char *text = slurp(log);
+    if (rc != 2 || !strstr(text, "--kernel")) fail_msg("bad --kernel: exit %d:\n%s", rc, text);
+    free(text);
+}
+
 int main(int argc, char **argv) {
     if (argc != 5) {
-        fprintf(stderr, "usage: %s run|missing APP INPUT WORKDIR\n", argv[0]);
+        fprintf(stderr, "usage: %s run|missing|filters APP INPUT WORKDIR\n", argv[0]);
         return 2;
     }
     app = argv[2], input = argv[3], work_dir = argv[4];
     mkdir(work_dir, 0755);
     const struct CMUnitTest run[] = {cmocka_unit_test(app_output_matches_reference)};
     const struct CMUnitTest missing[] = {cmocka_unit_test(app_missing_input_fails)};
+    const struct CMUnitTest filters[] = {cmocka_unit_test(app_filters_match_reference)};
     if (strcmp(argv[1], "run") == 0) return cmocka_run_group_tests(run, NULL, NULL);
+    if (strcmp(argv[1], "filters") == 0) return cmocka_run_group_tests(filters, NULL, NULL);
     return cmocka_run_group_tests(missing, NULL, NULL);
 }

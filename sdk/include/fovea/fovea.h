@@ -10,5 +10,6 @@
 #include "fovea/tensor.h"
 #include "fovea/fp16.h"
 #include "fovea/ops.h"
+#include "fovea/filter.h"
 
 #endif

@@ -145,6 +145,13 @@ typedef struct fv__backend {
     fv_status (*pack)(fv_context *ctx, const fv_image *src, fv_tensor *dst, const fv_pack_desc *d);
     fv_status (*unpack)(fv_context *ctx, const fv_tensor *src, const fv_image *dst,
                         const fv_unpack_desc *d);
+    /* fv_filter's edge step (core/filter.c checks the arguments; the rule is
+     * backend/edge_math.h's). in: N 1, H, W, C = m or 2m (pairs: gx, gy per
+     * edge channel), m 1 or 3; base: NULL or the packed input (C 1 or 3, same
+     * H, W), overlaid as base * base_scale; out: same H, W, C 1 or 3 (channel
+     * j takes edge channel j, or 0 when m is 1, and base channel j, or 0). */
+    fv_status (*edge)(fv_context *ctx, const fv_tensor *in, int pairs, const fv_tensor *base,
+                      float base_scale, fv_tensor *out, float scale, float threshold);
 } fv__backend;
 
 extern const fv__backend fv__backend_cpu;

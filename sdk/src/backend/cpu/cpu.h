@@ -40,5 +40,7 @@ fv_status fv__cpu_add(fv_context *ctx, const fv_tensor *a, const fv_tensor *b, f
 fv_status fv__cpu_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst, const fv_pack_desc *d);
 fv_status fv__cpu_unpack(fv_context *ctx, const fv_tensor *src, const fv_image *dst,
                          const fv_unpack_desc *d);
+fv_status fv__cpu_edge(fv_context *ctx, const fv_tensor *in, int pairs, const fv_tensor *base,
+                       float base_scale, fv_tensor *out, float scale, float threshold);
 
 #endif

@@ -109,4 +109,5 @@ const fv__backend fv__backend_cpu = {
     .add = fv__cpu_add,
     .pack = fv__cpu_pack,
     .unpack = fv__cpu_unpack,
+    .edge = fv__cpu_edge,
 };

@@ -251,4 +251,5 @@ const fv__backend fv__backend_cuda = {
     .add = fv__cuda_add,
     .pack = fv__cuda_pack,
     .unpack = fv__cuda_unpack,
+    .edge = fv__cuda_edge,
 };

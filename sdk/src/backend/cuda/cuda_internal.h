@@ -68,6 +68,8 @@ fv_status fv__cuda_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst,
                         const fv_pack_desc *d);
 fv_status fv__cuda_unpack(fv_context *ctx, const fv_tensor *src, const fv_image *dst,
                           const fv_unpack_desc *d);
+fv_status fv__cuda_edge(fv_context *ctx, const fv_tensor *in, int pairs, const fv_tensor *base,
+                        float base_scale, fv_tensor *out, float scale, float threshold);
 
 /* Convolution (cuda_conv.c). */
 fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const float *bias);

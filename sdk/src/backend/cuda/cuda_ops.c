@@ -3,6 +3,7 @@
  * launch on the context's compute stream. */
 #include "cuda_internal.h"
 #include "kernels/elementwise.cuh"
+#include "kernels/edge.cuh"
 #include "kernels/pack.cuh"
 #include "kernels/pooling.cuh"
 
@@ -99,4 +100,30 @@ fv_status fv__cuda_unpack(fv_context *ctx, const fv_tensor *src, const fv_image 
         .bias = d->bias,
     };
     return named(fv__cuda_unpack_launch(fv__cuda_stream(ctx), &a), "image_unpack");
+}
+
+fv_status fv__cuda_edge(fv_context *ctx, const fv_tensor *in, int pairs, const fv_tensor *base,
+                        float base_scale, fv_tensor *out, float scale, float threshold) {
+    FV_TRY(fv__cuda_bind(ctx));
+    const fv_tensor_shape *si = &in->shape, *so = &out->shape;
+    fv__cuda_edge_args a = {
+        .pixels = pixels_of(so),
+        .in = fv__tensor_ptr(in),
+        .in_dtype = si->dtype,
+        .in_c = si->c,
+        .in_cs = si->c_stored,
+        .pairs = pairs,
+        .base = base ? fv__tensor_ptr(base) : NULL,
+        .base_dtype = base ? base->shape.dtype : FV_DTYPE_F16,
+        .base_c = base ? base->shape.c : 0,
+        .base_cs = base ? base->shape.c_stored : 0,
+        .base_scale = base_scale,
+        .out = fv__tensor_ptr(out),
+        .out_dtype = so->dtype,
+        .out_c = so->c,
+        .out_cs = so->c_stored,
+        .scale = scale,
+        .threshold = threshold,
+    };
+    return named(fv__cuda_edge_launch(fv__cuda_stream(ctx), &a), "filter edge");
 }

@@ -8,6 +8,7 @@ set(FV_CUDA_SOURCES
   ${_fv_cuda_dir}/kernels/elementwise.cu
   ${_fv_cuda_dir}/kernels/pooling.cu
   ${_fv_cuda_dir}/kernels/pack.cu
+  ${_fv_cuda_dir}/kernels/edge.cu
 )
 # Convolution: the cuDNN graph-API engine (legacy API fallback) and its epilogue.
 list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/conv_engine.c ${_fv_cuda_dir}/conv_graph.c
