@@ -6,7 +6,7 @@ file(MAKE_DIRECTORY ${WORK})
 
 # run(<expected exit> <needle in stdout+stderr> args...)
 function(run want needle)
-  execute_process(COMMAND ${TOOL} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+  execute_process(COMMAND ${EMULATOR} ${TOOL} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                   ERROR_VARIABLE err)
   string(JOIN " " cmd ${ARGN})
   if(NOT rc STREQUAL "${want}")

@@ -3,15 +3,34 @@
 # (Debian 12, Ubuntu 22.04+). Idempotent: when every package is already
 # installed it changes nothing and needs no network. CUDA and cuDNN are not
 # installed here (see README.md: the build uses them when it finds them).
+# Usage: toolchain/install-deps.sh [--cross]
+#   --cross (or FV_DEPS_CROSS=1): also the aarch64 cross build's tools and
+#   libraries (toolchain/cross-test.sh): Debian's aarch64 cross compiler,
+#   qemu-user, and cmocka, libpng, libjpeg and zlib for arm64 through dpkg's
+#   multiarch (adds the arm64 architecture). Debian only.
 set -euo pipefail
+
+cross=${FV_DEPS_CROSS:-0}
+for a in "$@"; do
+  case $a in
+    --cross) cross=1 ;;
+    *) echo "install-deps: unknown argument '$a' (usage: install-deps.sh [--cross])" >&2; exit 2 ;;
+  esac
+done
 
 pkgs=(build-essential cmake pkg-config libcmocka-dev libpng-dev zlib1g-dev
       python3 python3-numpy python3-opencv)
 # libjpeg-turbo's headers: Debian's name, else the generic one (Ubuntu).
 jpeg_alternatives=(libjpeg62-turbo-dev libjpeg-turbo8-dev libjpeg-dev)
 
+# installed NAME[:ARCH]: without an architecture, the native one (or "all"):
+# once arm64 copies are installed (--cross), a bare name matches both.
+native_arch=$(dpkg --print-architecture 2>/dev/null || true)
 installed() {
-  [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+  local want=$native_arch
+  case $1 in *:*) want=${1##*:} ;; esac
+  dpkg-query -W -f='${Status} ${Architecture}\n' "$1" 2>/dev/null |
+    grep -E "^install ok installed ($want|all)\$" >/dev/null
 }
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
@@ -29,6 +48,17 @@ have_jpeg=0
 for p in "${jpeg_alternatives[@]}"; do
   if installed "$p"; then have_jpeg=1; break; fi
 done
+need_arm64=0
+if [ "$cross" = 1 ]; then
+  # qemu-user gives qemu-aarch64; qemu-user-static (qemu-aarch64-static) does too.
+  cross_pkgs=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross file
+              libcmocka-dev:arm64 libpng-dev:arm64 libjpeg62-turbo-dev:arm64 zlib1g-dev:arm64)
+  for p in "${cross_pkgs[@]}"; do
+    installed "$p" || missing+=("$p")
+  done
+  installed qemu-user || installed qemu-user-static || missing+=(qemu-user)
+  dpkg --print-foreign-architectures | grep -qx arm64 || need_arm64=1
+fi
 
 if [ ${#missing[@]} -eq 0 ] && [ $have_jpeg -eq 1 ]; then
   echo "install-deps: all dependencies are installed"
@@ -44,6 +74,10 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
+if [ $need_arm64 -eq 1 ]; then
+  echo "install-deps: adding the arm64 architecture (dpkg multiarch)"
+  "${sudo[@]}" dpkg --add-architecture arm64
+fi
 "${sudo[@]}" apt-get update
 if [ $have_jpeg -eq 0 ]; then
   if apt-cache show libjpeg62-turbo-dev >/dev/null 2>&1; then
