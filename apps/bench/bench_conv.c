@@ -147,19 +147,7 @@ static int profile_one(const bc_env *e, const bc_shape *s, profile_run *pr) {
     memset(pr, 0, sizeof *pr);
     int rc = bc_case_create(e, s, 0, &c);
     if (rc) goto done;
-    fv_conv2d_desc d = {.n = s->n,
-                        .h = s->h,
-                        .w = s->w,
-                        .c = s->c,
-                        .k = s->k,
-                        .r = s->r,
-                        .s = s->s,
-                        .stride_h = s->stride,
-                        .stride_w = s->stride,
-                        .pad_h = s->pad,
-                        .pad_w = s->pad,
-                        .dtype = FV_DTYPE_F16,
-                        .weights = c.w};
+    fv_conv2d_desc d = bc_desc(s, FV_DTYPE_F16, c.w);
     for (int i = 0; i < 2 * N && !rc; i++)
         rc = cudaEventCreate(&ev[i]) != cudaSuccess;
     if (rc) goto done;

@@ -91,6 +91,8 @@ size_t bc_stored_bytes(const bc_shape *s, int out);
  * (rotate mode); 1 when it cannot fit anyway, or in flush mode. */
 enum { BC_MAX_SETS = 128 };
 int bc_nsets(const bc_env *e, const bc_shape *s);
+/* The conv desc of a shape (stride and pad on both axes, identity, no bias). */
+fv_conv2d_desc bc_desc(const bc_shape *s, fv_dtype dtype, const float *weights);
 
 /* ||a - b|| / ||b|| in double; NaN or Inf anywhere in a gives +Inf. */
 double bc_rel_l2(const float *a, const float *b, size_t n);

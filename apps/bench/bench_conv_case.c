@@ -161,22 +161,10 @@ int bc_run_fovea(const bc_env *e, bc_case *c, uint32_t flags, int fused, bc_resu
     memset(r, 0, sizeof *r);
     r->ran = 1;
     r->err = -1;
-    fv_conv2d_desc d = {.n = s->n,
-                        .h = s->h,
-                        .w = s->w,
-                        .c = s->c,
-                        .k = s->k,
-                        .r = s->r,
-                        .s = s->s,
-                        .stride_h = s->stride,
-                        .stride_w = s->stride,
-                        .pad_h = s->pad,
-                        .pad_w = s->pad,
-                        .activation = fused ? FV_ACT_RELU : FV_ACT_IDENTITY,
-                        .dtype = FV_DTYPE_F16,
-                        .weights = c->w,
-                        .bias = fused ? c->bias : NULL,
-                        .flags = flags};
+    fv_conv2d_desc d = bc_desc(s, FV_DTYPE_F16, c->w);
+    d.activation = fused ? FV_ACT_RELU : FV_ACT_IDENTITY;
+    d.bias = fused ? c->bias : NULL;
+    d.flags = flags;
     fv_conv2d *op = NULL;
     double t0 = bc_now_ms();
     fv_status st = fv_conv2d_create(e->ctx, &d, &op);
@@ -287,19 +275,7 @@ static int cpu_conv(const bc_case *c, float *y) {
     fv_conv2d *op = NULL;
     fv_tensor *in = NULL, *out = NULL;
     const bc_shape *s = &c->s;
-    fv_conv2d_desc d = {.n = s->n,
-                        .h = s->h,
-                        .w = s->w,
-                        .c = s->c,
-                        .k = s->k,
-                        .r = s->r,
-                        .s = s->s,
-                        .stride_h = s->stride,
-                        .stride_w = s->stride,
-                        .pad_h = s->pad,
-                        .pad_w = s->pad,
-                        .dtype = FV_DTYPE_F32,
-                        .weights = c->w};
+    fv_conv2d_desc d = bc_desc(s, FV_DTYPE_F32, c->w);
     fv_tensor_desc ti = {.dtype = FV_DTYPE_F32, .n = s->n, .h = s->h, .w = s->w, .c = s->c};
     fv_tensor_desc to = {.dtype = FV_DTYPE_F32, .n = s->n, .h = c->p, .w = c->q, .c = s->k};
     fv_status st = fv_context_create(&cd, &ctx);

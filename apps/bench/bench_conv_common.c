@@ -168,6 +168,22 @@ size_t bc_stored_bytes(const bc_shape *s, int out) {
     return out ? (size_t)s->n * p * q * c * 2 : (size_t)s->n * s->h * s->w * c * 2;
 }
 
+fv_conv2d_desc bc_desc(const bc_shape *s, fv_dtype dtype, const float *weights) {
+    return (fv_conv2d_desc){.n = s->n,
+                            .h = s->h,
+                            .w = s->w,
+                            .c = s->c,
+                            .k = s->k,
+                            .r = s->r,
+                            .s = s->s,
+                            .stride_h = s->stride,
+                            .stride_w = s->stride,
+                            .pad_h = s->pad,
+                            .pad_w = s->pad,
+                            .dtype = dtype,
+                            .weights = weights};
+}
+
 int bc_nsets(const bc_env *e, const bc_shape *s) {
     if (e->flush) return 1;
     size_t b = bc_stored_bytes(s, 0) + bc_stored_bytes(s, 1);
