@@ -192,10 +192,11 @@ static const char *default_input(char *buf, size_t size) {
     if (n > 0) exe[n] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
-    char cand[3][4096];
+    char cand[3][4096 + 256]; /* exe (< 4096) plus the relative path and name */
     int nc = 0;
     if (exe[0])
-        snprintf(cand[nc++], sizeof cand[0], "%s/%s/%s", exe, FOVEA_DATA_FROM_BIN, DEFAULT_IMAGE);
+        snprintf(cand[nc++], sizeof cand[0], "%.4095s/%s/%s", exe, FOVEA_DATA_FROM_BIN,
+                 DEFAULT_IMAGE);
     snprintf(cand[nc++], sizeof cand[0], "%s/%s", FOVEA_DATA_DIR, DEFAULT_IMAGE);
     snprintf(cand[nc++], sizeof cand[0], "%s/%s", FOVEA_SOURCE_DATA_DIR, DEFAULT_IMAGE);
     int pick = 0;
