@@ -18,8 +18,10 @@ for a in "$@"; do
   esac
 done
 
+# openssh-server, openssh-client, rsync: toolchain/deploy.sh and its test
+# (tests/deploy), which start an unprivileged sshd on 127.0.0.1 as a "board".
 pkgs=(build-essential cmake pkg-config libcmocka-dev libpng-dev zlib1g-dev
-      python3 python3-numpy python3-opencv)
+      python3 python3-numpy python3-opencv openssh-server openssh-client rsync)
 # libjpeg-turbo's headers: Debian's name, else the generic one (Ubuntu).
 jpeg_alternatives=(libjpeg62-turbo-dev libjpeg-turbo8-dev libjpeg-dev)
 
@@ -36,7 +38,7 @@ installed() {
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   echo "install-deps: not a Debian/Ubuntu system; install these yourself:" \
        "a C11 compiler, CMake >= 3.22, pkg-config, cmocka, libpng, libjpeg(-turbo), zlib," \
-       "python3 with numpy and OpenCV" >&2
+       "python3 with numpy and OpenCV, OpenSSH (client and server), rsync" >&2
   exit 0
 fi
 

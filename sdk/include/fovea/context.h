@@ -45,6 +45,24 @@ enum {
     FV_CONTEXT_CPU_ROUND_F16 = 1u << 0
 };
 
+/* Where frames (camera input, images in and out) live, and how they reach
+ * the GPU. fv_frame_buffer_create (frame.h) follows the context's policy.
+ * On the CPU backend every pool is host memory: AUTO resolves to DEVICE
+ * (the "device" being host memory, copies being memcpy) and ZERO_COPY is
+ * accepted (its mapped pool is host memory too); outputs are the same. */
+typedef enum fv_memory_policy {
+    /* ZERO_COPY on integrated GPUs (Jetson: cudaDeviceProp.integrated, or
+     * /etc/nv_tegra_release present), DEVICE otherwise. */
+    FV_MEMORY_POLICY_AUTO = 0,
+    /* Frames in the context's MAPPED pool (page-locked host memory the GPU
+     * reads in place): no upload, no download. Needs a device that can map
+     * host memory, else context creation gives FV_ERR_NOT_SUPPORTED. */
+    FV_MEMORY_POLICY_ZERO_COPY = 1,
+    /* Frames in the DEVICE pool, filled and read through PINNED staging
+     * buffers with asynchronous copies (discrete GPUs). */
+    FV_MEMORY_POLICY_DEVICE = 2
+} fv_memory_policy;
+
 /* Zero means default for every field. */
 typedef struct fv_context_desc {
     fv_backend backend; /* default AUTO */
@@ -53,7 +71,8 @@ typedef struct fv_context_desc {
      * backing allocation each. A pool whose size is 0 gets its default:
      * device 256 MiB, pinned 64 MiB, host 64 MiB. mapped_pool_bytes
      * defaults to 0 (no mapped pool) on discrete GPUs and 64 MiB on
-     * integrated ones. On the CPU backend every pool is plain host memory. */
+     * integrated ones, or when memory_policy resolves to ZERO_COPY. On the
+     * CPU backend every pool is plain host memory. */
     size_t device_pool_bytes;
     size_t pinned_pool_bytes;
     size_t mapped_pool_bytes;
@@ -68,6 +87,8 @@ typedef struct fv_context_desc {
      * truncated or mismatched profile is ignored with a warning through the
      * log callback naming the reason; it never fails context creation. */
     const char *profile_path;
+    /* Where frames live (frame.h); default AUTO. */
+    fv_memory_policy memory_policy;
     fv_log_fn log;          /* NULL: messages dropped */
     void *log_user;         /* passed to log */
     fv_log_level log_level; /* highest level delivered; default ERROR (0) */
@@ -85,6 +106,7 @@ typedef struct fv_context_info {
     int sm_major, sm_minor;       /* compute capability, 0 on CPU */
     int multiprocessors;          /* SMs, or CPU threads online on CPU */
     int integrated;               /* 1 on integrated GPUs (Jetson), else 0 */
+    int tegra;                    /* 1 when /etc/nv_tegra_release exists (Jetson's L4T) */
     int tensor_cores;             /* 1 when the FP16 tensor-core path is usable */
     char tensor_core_reason[160]; /* why tensor cores are off, "" when on */
     size_t device_memory_total;   /* bytes; host RAM on CPU */
@@ -95,6 +117,8 @@ typedef struct fv_context_info {
     int cudnn_compiled, cudnn_loaded;
     int fovea_built_with_cuda; /* 1 if this library has its CUDA backend */
     char no_gpu_reason[160];   /* when AUTO chose CPU: why; else "" */
+    /* The desc's memory_policy resolved: ZERO_COPY or DEVICE, never AUTO. */
+    fv_memory_policy memory_policy;
     uint32_t reserved[16];
 } fv_context_info;
 
@@ -102,8 +126,9 @@ typedef struct fv_context_info {
  * the context; destroy it with fv_context_destroy.
  * Returns FV_ERR_BAD_PARAM (out NULL, bad field, reserved not zero),
  * FV_ERR_NO_DEVICE (CUDA asked but no usable GPU, or no CUDA in this
- * build), FV_ERR_OUT_OF_MEMORY (a pool could not be reserved), FV_ERR_CUDA,
- * FV_ERR_CUDNN. */
+ * build), FV_ERR_NOT_SUPPORTED (memory_policy ZERO_COPY on a GPU that cannot
+ * map host memory), FV_ERR_OUT_OF_MEMORY (a pool could not be reserved),
+ * FV_ERR_CUDA, FV_ERR_CUDNN. */
 fv_status fv_context_create(const fv_context_desc *desc, fv_context **out);
 
 /* Waits for the context's work, frees its pools and handles. NULL is allowed.
@@ -140,9 +165,11 @@ typedef enum fv_pool_kind {
 } fv_pool_kind;
 fv_pool *fv_context_pool(fv_context *ctx, fv_pool_kind kind);
 
-/* Names, static storage: "cpu"/"cuda"/"auto"; "device"/"pinned"/... */
+/* Names, static storage: "cpu"/"cuda"/"auto"; "device"/"pinned"/...;
+ * "auto"/"zero-copy"/"device". */
 const char *fv_backend_name(fv_backend b);
 const char *fv_pool_kind_name(fv_pool_kind k);
+const char *fv_memory_policy_name(fv_memory_policy p);
 
 /* The library's version, "MAJOR.MINOR.PATCH". */
 const char *fv_version(void);

@@ -11,5 +11,6 @@
 #include "fovea/fp16.h"
 #include "fovea/ops.h"
 #include "fovea/filter.h"
+#include "fovea/frame.h"
 
 #endif

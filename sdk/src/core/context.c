@@ -37,12 +37,40 @@ const char *fv_pool_kind_name(fv_pool_kind k) {
     return "unknown";
 }
 
+const char *fv_memory_policy_name(fv_memory_policy p) {
+    switch (p) {
+    case FV_MEMORY_POLICY_AUTO:
+        return "auto";
+    case FV_MEMORY_POLICY_ZERO_COPY:
+        return "zero-copy";
+    case FV_MEMORY_POLICY_DEVICE:
+        return "device";
+    }
+    return "unknown";
+}
+
+/* L4T (Jetson's Linux) installs this file; desktop drivers do not. */
+#define FV_TEGRA_RELEASE_FILE "/etc/nv_tegra_release"
+
+static int is_tegra(void) {
+    FILE *f = fopen(FV_TEGRA_RELEASE_FILE, "r");
+    if (!f) return 0;
+    fclose(f);
+    return 1;
+}
+
 static fv_status check_desc(const fv_context_desc *d) {
     FV_REQUIRE(d->backend == FV_BACKEND_AUTO || d->backend == FV_BACKEND_CPU ||
                    d->backend == FV_BACKEND_CUDA,
                FV_ERR_BAD_PARAM, "context: backend=%d is not AUTO (0), CPU (1) or CUDA (2)",
                (int)d->backend);
     FV_REQUIRE(d->device >= 0, FV_ERR_BAD_PARAM, "context: device=%d must be >= 0", d->device);
+    FV_REQUIRE(d->memory_policy == FV_MEMORY_POLICY_AUTO ||
+                   d->memory_policy == FV_MEMORY_POLICY_ZERO_COPY ||
+                   d->memory_policy == FV_MEMORY_POLICY_DEVICE,
+               FV_ERR_BAD_PARAM,
+               "context: memory_policy=%d is not AUTO (0), ZERO_COPY (1) or DEVICE (2)",
+               (int)d->memory_policy);
     FV_REQUIRE(d->log_level >= FV_LOG_ERROR && d->log_level <= FV_LOG_DEBUG, FV_ERR_BAD_PARAM,
                "context: log_level=%d is not in 0..3", (int)d->log_level);
     FV_REQUIRE((d->flags & ~(uint32_t)FV_CONTEXT_CPU_ROUND_F16) == 0, FV_ERR_BAD_PARAM,
@@ -147,16 +175,29 @@ fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
     if (chosen == FV_BACKEND_CPU && d.backend == FV_BACKEND_AUTO)
         fv__log(ctx, FV_LOG_INFO, "context: AUTO chose the CPU backend: %s", no_gpu);
 
+    /* Jetson's iGPU shares DRAM with the CPU: frames the GPU reads in place
+     * beat copies. The CPU backend has nothing to copy to: DEVICE. */
+    ctx->info.tegra = is_tegra();
+    fv_memory_policy policy = d.memory_policy;
+    if (policy == FV_MEMORY_POLICY_AUTO)
+        policy = chosen == FV_BACKEND_CUDA && (ctx->info.integrated || ctx->info.tegra)
+                     ? FV_MEMORY_POLICY_ZERO_COPY
+                     : FV_MEMORY_POLICY_DEVICE;
+    ctx->info.memory_policy = policy;
+    int zero_copy = policy == FV_MEMORY_POLICY_ZERO_COPY;
+
     size_t sizes[4] = {d.device_pool_bytes ? d.device_pool_bytes : 256 * MIB,
                        d.pinned_pool_bytes ? d.pinned_pool_bytes : 64 * MIB,
                        d.mapped_pool_bytes ? d.mapped_pool_bytes
-                                           : (ctx->info.integrated ? 64 * MIB : 0),
+                                           : (ctx->info.integrated || zero_copy ? 64 * MIB : 0),
                        d.host_pool_bytes ? d.host_pool_bytes : 64 * MIB};
     for (int k = 0; k < 4; k++) {
         if (sizes[k] == 0) continue;
         s = fv__pool_create(ctx, (fv_pool_kind)k, sizes[k], NULL, &ctx->pools[k]);
         if (s != FV_OK) {
-            fv__error_prefix(s, "context");
+            fv__error_prefix(s, k == FV_POOL_MAPPED && zero_copy
+                                    ? "context: memory_policy zero-copy"
+                                    : "context");
             fv_context_destroy(ctx);
             return s;
         }
@@ -170,7 +211,9 @@ fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
     fv__profile_init(ctx->profile);
     profile_header(ctx, ctx->profile);
     if (d.profile_path) load_profile(ctx, d.profile_path);
-    fv__log(ctx, FV_LOG_INFO, "context: backend %s on %s", be->name, ctx->info.device_name);
+    fv__log(ctx, FV_LOG_INFO, "context: backend %s on %s, memory policy %s%s", be->name,
+            ctx->info.device_name, fv_memory_policy_name(policy),
+            ctx->info.tegra ? " (Tegra)" : "");
     *out = ctx;
     return FV_OK;
 }
