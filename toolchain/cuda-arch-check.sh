@@ -86,7 +86,13 @@ check x86_64 || failures=$((failures + $?))
 # for both); nothing is linked, so no aarch64 CUDA library is needed.
 cross_gxx=$(command -v aarch64-linux-gnu-g++ || true)
 if [ -n "$cross_gxx" ]; then
-  cuda_root=$(cd "$(dirname "$(readlink -f "$nvcc")")/.." && pwd)
+  # The toolkit root as nvcc itself reports it (TOP): nvcc may be a wrapper
+  # script outside the toolkit (/usr/local/bin/nvcc exec'ing the real one).
+  cuda_root=$("$nvcc" -dryrun -x cu -c /dev/null -o /dev/null 2>&1 |
+    sed -n 's/^#\$ TOP=//p' | head -n 1)
+  [ -n "$cuda_root" ] && [ -d "$cuda_root" ] ||
+    cuda_root=$(cd "$(dirname "$(readlink -f "$nvcc")")/.." && pwd)
+  cuda_root=$(cd "$cuda_root" && pwd)
   inc=()
   [ -f "$cuda_root/targets/aarch64-linux/include/cuda_runtime.h" ] ||
     inc=(-I"$cuda_root/targets/x86_64-linux/include")
