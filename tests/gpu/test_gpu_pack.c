@@ -63,14 +63,16 @@ static int bpp(fv_pixel_format f) {
     case FV_PIXEL_RGBA32:
         return 4;
     case FV_PIXEL_YUYV:
+    case FV_PIXEL_UYVY:
         return 2;
     default:
         return 1;
     }
 }
 
-static const fv_pixel_format all_formats[] = {FV_PIXEL_GRAY8,  FV_PIXEL_RGB24, FV_PIXEL_BGR24,
-                                              FV_PIXEL_RGBA32, FV_PIXEL_YUYV,  FV_PIXEL_NV12};
+static const fv_pixel_format all_formats[] = {FV_PIXEL_GRAY8, FV_PIXEL_RGB24, FV_PIXEL_BGR24,
+                                              FV_PIXEL_RGBA32, FV_PIXEL_YUYV, FV_PIXEL_NV12,
+                                              FV_PIXEL_UYVY};
 
 typedef struct pack_case {
     int width, height;
@@ -166,14 +168,14 @@ static void pack_matches_cpu(void **state) {
     };
     fv_test_seed(11);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int fi = 0; fi < 6; fi++)
+        for (int fi = 0; fi < 7; fi++)
             for (int dt = 0; dt < 2; dt++) {
                 fv_pixel_format f = all_formats[fi];
                 pack_case pc = cases[i];
                 if (f == FV_PIXEL_GRAY8 && pc.desc.channels == 3) pc.desc.channels = 1;
                 pack_one(f, dt ? FV_DTYPE_F32 : FV_DTYPE_F16, &pc);
                 /* odd sizes where the format allows them */
-                if (f != FV_PIXEL_YUYV && f != FV_PIXEL_NV12) {
+                if (f != FV_PIXEL_YUYV && f != FV_PIXEL_UYVY && f != FV_PIXEL_NV12) {
                     pc.width -= 1, pc.height -= 1;
                     if (pc.width >= 1 && pc.height >= 1)
                         pack_one(f, dt ? FV_DTYPE_F32 : FV_DTYPE_F16, &pc);

@@ -36,6 +36,9 @@ static void ref_pixel(const fv_image *im, int x, int y, int channels, double v[3
     case FV_PIXEL_YUYV: /* Y0 U Y1 V */
         Y = row[2 * x], U = row[4 * (x / 2) + 1], V = row[4 * (x / 2) + 3], yuv = 1;
         break;
+    case FV_PIXEL_UYVY: /* U Y0 V Y1 */
+        Y = row[2 * x + 1], U = row[4 * (x / 2)], V = row[4 * (x / 2) + 2], yuv = 1;
+        break;
     case FV_PIXEL_NV12: {
         const unsigned char *uv = (const unsigned char *)im->uv + (size_t)(y / 2) * im->uv_stride;
         Y = row[x], U = uv[x / 2 * 2], V = uv[x / 2 * 2 + 1], yuv = 1;
@@ -56,7 +59,7 @@ static void ref_pixel(const fv_image *im, int x, int y, int channels, double v[3
 static size_t bpp(fv_pixel_format f) {
     return f == FV_PIXEL_RGB24 || f == FV_PIXEL_BGR24 ? 3
            : f == FV_PIXEL_RGBA32                     ? 4
-           : f == FV_PIXEL_YUYV                       ? 2
+           : f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY ? 2
                                                       : 1;
 }
 
@@ -144,10 +147,11 @@ static void pack_case(fv_pixel_format f, int w, int h, int extra, int uv_extra, 
 
 static void test_pack_formats(void **state) {
     fv_test_seed(21);
-    const fv_pixel_format fmts[6] = {FV_PIXEL_GRAY8,  FV_PIXEL_RGB24, FV_PIXEL_BGR24,
-                                     FV_PIXEL_RGBA32, FV_PIXEL_YUYV,  FV_PIXEL_NV12};
+    const fv_pixel_format fmts[7] = {FV_PIXEL_GRAY8, FV_PIXEL_RGB24, FV_PIXEL_BGR24,
+                                     FV_PIXEL_RGBA32, FV_PIXEL_YUYV, FV_PIXEL_NV12,
+                                     FV_PIXEL_UYVY};
     const fv_dtype dts[2] = {FV_DTYPE_F32, FV_DTYPE_F16};
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         for (int t = 0; t < 2; t++) {
             fv_pixel_format f = fmts[i];
             int w = f >= FV_PIXEL_YUYV ? 10 : 9, h = f == FV_PIXEL_NV12 ? 6 : 5;

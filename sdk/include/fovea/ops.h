@@ -140,7 +140,8 @@ typedef enum fv_pixel_format {
     FV_PIXEL_BGR24 = 3,  /* B, G, R bytes */
     FV_PIXEL_RGBA32 = 4, /* R, G, B, A bytes (A ignored when packing) */
     FV_PIXEL_YUYV = 5,   /* 4:2:2 packed Y0 U Y1 V; width even */
-    FV_PIXEL_NV12 = 6    /* Y plane, then interleaved U V plane at half size; width, height even */
+    FV_PIXEL_NV12 = 6,   /* Y plane, then interleaved U V plane at half size; width, height even */
+    FV_PIXEL_UYVY = 7    /* 4:2:2 packed U Y0 V Y1; width even */
 } fv_pixel_format;
 
 const char *fv_pixel_format_name(fv_pixel_format f);

@@ -33,7 +33,7 @@ const char *fv_filter_kind_name(fv_filter_kind k) {
 }
 
 static int format_known(fv_pixel_format f) {
-    return (int)f >= FV_PIXEL_GRAY8 && (int)f <= FV_PIXEL_NV12;
+    return (int)f >= FV_PIXEL_GRAY8 && (int)f <= FV_PIXEL_UYVY;
 }
 
 static fv_status check_desc(const fv_filter_desc *d) {
@@ -44,9 +44,9 @@ static fv_status check_desc(const fv_filter_desc *d) {
                "%s: frame size %dx%d, both must be >= 1", op, d->width, d->height);
     FV_REQUIRE(format_known(d->format), FV_ERR_BAD_PARAM, "%s: input format=%d is unknown", op,
                (int)d->format);
-    if (d->format == FV_PIXEL_YUYV)
-        FV_REQUIRE(d->width % 2 == 0, FV_ERR_BAD_PARAM, "%s: YUYV width %d must be even", op,
-                   d->width);
+    if (d->format == FV_PIXEL_YUYV || d->format == FV_PIXEL_UYVY)
+        FV_REQUIRE(d->width % 2 == 0, FV_ERR_BAD_PARAM, "%s: %s width %d must be even", op,
+                   fv_pixel_format_name(d->format), d->width);
     if (d->format == FV_PIXEL_NV12)
         FV_REQUIRE(d->width % 2 == 0 && d->height % 2 == 0, FV_ERR_BAD_PARAM,
                    "%s: NV12 size %dx%d must be even in both dimensions", op, d->width, d->height);

@@ -251,6 +251,8 @@ const char *fv_pixel_format_name(fv_pixel_format f) {
         return "RGBA32";
     case FV_PIXEL_YUYV:
         return "YUYV";
+    case FV_PIXEL_UYVY:
+        return "UYVY";
     case FV_PIXEL_NV12:
         return "NV12";
     }
@@ -267,6 +269,7 @@ static size_t bytes_per_pixel(fv_pixel_format f) {
     case FV_PIXEL_RGBA32:
         return 4;
     case FV_PIXEL_YUYV:
+    case FV_PIXEL_UYVY:
         return 2;
     case FV_PIXEL_NV12:
         return 1;
@@ -289,9 +292,9 @@ static fv_status image_normalize(const char *op, const fv_image *img, fv_image *
     FV_REQUIRE(img->width >= 1 && img->height >= 1, FV_ERR_BAD_PARAM,
                "%s: image size %dx%d, both must be >= 1", op, img->width, img->height);
     FV_REQUIRE(img->data, FV_ERR_BAD_PARAM, "%s: image data is NULL", op);
-    if (img->format == FV_PIXEL_YUYV)
-        FV_REQUIRE(img->width % 2 == 0, FV_ERR_BAD_PARAM, "%s: YUYV width %d must be even", op,
-                   img->width);
+    if (img->format == FV_PIXEL_YUYV || img->format == FV_PIXEL_UYVY)
+        FV_REQUIRE(img->width % 2 == 0, FV_ERR_BAD_PARAM, "%s: %s width %d must be even", op,
+                   fv_pixel_format_name(img->format), img->width);
     if (img->format == FV_PIXEL_NV12)
         FV_REQUIRE(img->width % 2 == 0 && img->height % 2 == 0, FV_ERR_BAD_PARAM,
                    "%s: NV12 size %dx%d must be even in both dimensions", op, img->width,
@@ -347,7 +350,8 @@ fv_status fv_image_unpack(fv_context *ctx, const fv_tensor *src, fv_image *dst,
     FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "%s: ctx is NULL", op);
     fv_image img;
     FV_TRY(image_normalize(op, dst, &img));
-    FV_REQUIRE(img.format != FV_PIXEL_YUYV && img.format != FV_PIXEL_NV12, FV_ERR_NOT_SUPPORTED,
+    FV_REQUIRE(img.format != FV_PIXEL_YUYV && img.format != FV_PIXEL_UYVY &&
+                   img.format != FV_PIXEL_NV12, FV_ERR_NOT_SUPPORTED,
                "%s: writing %s is not supported (GRAY8, RGB24, BGR24, RGBA32 are)", op,
                fv_pixel_format_name(img.format));
     fv_unpack_desc d;

@@ -52,6 +52,13 @@ static void read_pixel(const fv_image *src, int x, int y, int channels, float *r
         V = pair[3];
         break;
     }
+    case FV_PIXEL_UYVY: {
+        const unsigned char *pair = row + (size_t)(x / 2) * 4; /* U Y0 V Y1 */
+        Y = pair[1 + (x & 1) * 2];
+        U = pair[0];
+        V = pair[2];
+        break;
+    }
     case FV_PIXEL_NV12: {
         const unsigned char *uv =
             (const unsigned char *)src->uv + (size_t)(y / 2) * src->uv_stride + (size_t)(x / 2) * 2;

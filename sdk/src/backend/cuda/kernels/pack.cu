@@ -30,6 +30,11 @@ static __device__ __forceinline__ void read_pixel(const fv__cuda_pack_args &a, i
         yy = pair[(x & 1) * 2], u = pair[1], w = pair[3];
         goto yuv;
     }
+    case FV_PIXEL_UYVY: {
+        const unsigned char *pair = row + (size_t)(x & ~1) * 2; /* U Y0 V Y1 */
+        yy = pair[1 + (x & 1) * 2], u = pair[0], w = pair[2];
+        goto yuv;
+    }
     case FV_PIXEL_NV12: {
         const unsigned char *uv = a.uv + (size_t)(y / 2) * a.uv_stride + (size_t)(x & ~1);
         yy = row[x], u = uv[0], w = uv[1];

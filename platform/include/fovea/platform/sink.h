@@ -1,0 +1,72 @@
+/* fovea platform: frame sinks named by URI.
+ *
+ *   display://0               a window (GStreamer autovideosink); on a
+ *                             machine with no display (no $DISPLAY or
+ *                             $WAYLAND_DISPLAY) opening fails with a clear
+ *                             FV_ERR_NOT_SUPPORTED
+ *   file://out.mp4, .mkv      H.264 video (GStreamer: the Jetson hardware
+ *                             encoder nvv4l2h264enc when present, else
+ *                             x264enc, else openh264enc)
+ *   file://out_%04d.png, .jpg numbered images (index from 0); a name without
+ *                             %d writes one image, overwritten each frame
+ *   rtp://host:port           H.264 over RTP/UDP (GStreamer)
+ *   null://                   discards frames (benchmarks)
+ * A URI without a scheme is a file path.
+ *
+ * The platform layer never prints: messages go to desc.log. */
+#ifndef FOVEA_PLATFORM_SINK_H
+#define FOVEA_PLATFORM_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "fovea/fovea.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fv_sink fv_sink;
+
+typedef struct fv_sink_desc {
+    const char *uri; /* required; copied */
+    int width, height;      /* of every frame written; required */
+    fv_pixel_format format; /* GRAY8, RGB24, BGR24 or RGBA32; required */
+    double rate;            /* frames per second for video and RTP; 0 means 30 */
+    int bitrate_kbps;       /* H.264 encoders; 0 means 8000 */
+    fv_log_fn log;          /* NULL: messages dropped */
+    void *log_user;
+    uint32_t reserved[8]; /* must be zero */
+} fv_sink_desc;
+
+typedef struct fv_sink_info {
+    char kind[16];    /* "display", "video", "images", "image", "rtp", "null" */
+    char name[256];   /* path, host:port, display */
+    char detail[256]; /* e.g. the encoder element, "PNG" */
+    uint64_t frames;  /* frames written so far */
+    uint32_t reserved[8];
+} fv_sink_info;
+
+/* Opens the sink. Returns FV_ERR_BAD_PARAM (NULL, malformed URI, size,
+ * format), FV_ERR_NOT_SUPPORTED (a scheme this build lacks, no encoder, no
+ * display), FV_ERR_IO (cannot create the file). *out NULL on failure. */
+fv_status fv_sink_open(const fv_sink_desc *desc, fv_sink **out);
+
+/* Writes one frame (host memory, the desc's size and format; any stride).
+ * timestamp_ns orders frames for video (CLOCK_MONOTONIC, as sources give).
+ * Returns FV_ERR_BAD_PARAM (wrong size/format), FV_ERR_IO (write failed:
+ * disk full, peer gone), FV_ERR_END_OF_STREAM (the display window was
+ * closed). */
+fv_status fv_sink_write(fv_sink *sink, const fv_image *frame, int64_t timestamp_ns);
+
+/* Fills *out. FV_ERR_BAD_PARAM for NULL. */
+fv_status fv_sink_info_get(const fv_sink *sink, fv_sink_info *out);
+
+/* Finishes the output (video: end of stream, so the file is playable) and
+ * frees everything. NULL allowed (returns FV_OK). Returns the first error
+ * met while finishing; the sink is freed either way. */
+fv_status fv_sink_close(fv_sink *sink);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,86 @@
+/* fovea platform internal: what every source and sink backend implements,
+ * and the helpers they share. Not installed.
+ *
+ * fv_source_open (source.c) checks the desc, parses the URI, fills the
+ * common fields of struct fv_source and calls the scheme's open function;
+ * that function sets ops, impl and info (kind, name, detail, format, size,
+ * rate, frames) or records an error and returns it (source.c then frees the
+ * struct; the backend frees its own impl before returning an error). Sinks
+ * work the same way (sink.c). */
+#ifndef FOVEA_PLATFORM_IO_INTERNAL_H
+#define FOVEA_PLATFORM_IO_INTERNAL_H
+
+#include <stdarg.h>
+#include "fovea/platform/sink.h"
+#include "fovea/platform/source.h"
+#include "platform_internal.h"
+
+typedef struct fv__source_ops {
+    /* Fills *out (all fields); the frame stays valid until the next call
+     * or close. Statuses as fv_source_capture. */
+    fv_status (*capture)(fv_source *src, uint32_t flags, fv_source_frame *out);
+    void (*close)(fv_source *src); /* frees impl */
+} fv__source_ops;
+
+struct fv_source {
+    const fv__source_ops *ops;
+    void *impl;
+    fv_source_desc desc; /* normalized: timeout_ms, buffers filled; uri points at uri_copy;
+                            user_buffers as given */
+    char *uri_copy;
+    fv_source_info info;
+    uint64_t sequence; /* next frame's sequence number (backends may use it) */
+};
+
+typedef struct fv__sink_ops {
+    /* frame is checked by sink.c (size, format, data). */
+    fv_status (*write)(fv_sink *sink, const fv_image *frame, int64_t timestamp_ns);
+    fv_status (*close)(fv_sink *sink); /* finishes and frees impl */
+} fv__sink_ops;
+
+struct fv_sink {
+    const fv__sink_ops *ops;
+    void *impl;
+    fv_sink_desc desc; /* normalized: rate, bitrate filled; uri points at uri_copy */
+    char *uri_copy;
+    fv_sink_info info;
+};
+
+/* Source backends. `arg` is the URI's remainder after "scheme://" (for
+ * v4l2 the device path; for csi the sensor id; for gst the pipeline; for
+ * file the path; for test the query string without '?', maybe ""). */
+fv_status fv__source_open_v4l2(fv_source *src, const char *device);
+fv_status fv__source_open_csi(fv_source *src, const char *sensor);
+fv_status fv__source_open_gst(fv_source *src, const char *pipeline);
+fv_status fv__source_open_video(fv_source *src, const char *path); /* GStreamer decodebin */
+fv_status fv__source_open_image(fv_source *src, const char *path); /* still image or %d sequence */
+fv_status fv__source_open_test(fv_source *src, const char *query);
+
+/* Sink backends; `arg` as above (display: the display index). */
+fv_status fv__sink_open_display(fv_sink *sink, const char *display);
+fv_status fv__sink_open_video(fv_sink *sink, const char *path); /* .mp4 .mkv */
+fv_status fv__sink_open_rtp(fv_sink *sink, const char *host_port);
+fv_status fv__sink_open_images(fv_sink *sink, const char *path); /* .png .jpg, %d or not */
+fv_status fv__sink_open_null(fv_sink *sink);
+
+/* Log through desc.log at level (nothing when log is NULL). */
+void fv__source_log(const fv_source *src, fv_log_level level, const char *fmt, ...)
+    FV__PLATFORM_PRINTF(3, 4);
+void fv__sink_log(const fv_sink *sink, fv_log_level level, const char *fmt, ...)
+    FV__PLATFORM_PRINTF(3, 4);
+
+/* CLOCK_MONOTONIC now, in nanoseconds. */
+int64_t fv__now_ns(void);
+
+/* Converts a dense or strided host image into dst (dense, dst->format,
+ * same size; dst->data holds fv_image_bytes). Supports RGB24, BGR24, GRAY8,
+ * RGBA32 among themselves and into YUYV, UYVY, NV12 (BT.601 limited range),
+ * and YUYV/UYVY/NV12 into RGB24/BGR24/GRAY8/RGBA32. FV_ERR_NOT_SUPPORTED
+ * otherwise. */
+fv_status fv__host_convert(const fv_image *src, fv_image *dst);
+
+/* True if path names a video container fovea decodes through GStreamer
+ * (.mp4 .mkv .avi .mov .webm .m4v .ts, any case). */
+int fv__is_video_path(const char *path);
+
+#endif
