@@ -22,6 +22,11 @@ done
 # (tests/deploy), which start an unprivileged sshd on 127.0.0.1 as a "board".
 pkgs=(build-essential cmake pkg-config libcmocka-dev libpng-dev zlib1g-dev
       python3 python3-numpy python3-opencv openssh-server openssh-client rsync)
+# GStreamer: gst://, csi://, video files, display://, video and RTP sinks,
+# and their round-trip test.
+pkgs+=()
+# V4L2 against the kernel's vivid driver under qemu (tests/v4l2).
+pkgs+=()
 # libjpeg-turbo's headers: Debian's name, else the generic one (Ubuntu).
 jpeg_alternatives=(libjpeg62-turbo-dev libjpeg-turbo8-dev libjpeg-dev)
 
