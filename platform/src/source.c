@@ -161,7 +161,9 @@ fv_status fv_source_open(const fv_source_desc *desc, fv_source **out) {
     src->info.frames = -1;
     size_t n = scheme_len(uri);
     const char *arg = n ? uri + n + 3 : uri;
-    if (desc->user_buffers && strcmp(scheme, "v4l2") != 0) {
+    if (desc->fourcc && strcmp(scheme, "v4l2") != 0) {
+        s = fv__error(FV_ERR_BAD_PARAM, "source_open: '%s': fourcc is for v4l2:// only", uri);
+    } else if (desc->user_buffers && strcmp(scheme, "v4l2") != 0) {
         s = fv__error(FV_ERR_NOT_SUPPORTED, "source_open: '%s': user_buffers are for v4l2:// only",
                       uri);
     } else if (desc->user_buffers && desc->buffers < 2) {

@@ -27,6 +27,9 @@ extern "C" {
 
 typedef struct fv_source fv_source;
 
+#define FV_FOURCC(a, b, c, d) \
+    ((uint32_t)(a) | ((uint32_t)(b) << 8) | ((uint32_t)(c) << 16) | ((uint32_t)(d) << 24))
+
 typedef struct fv_source_desc {
     const char *uri; /* required; copied */
     /* Requested size, rate and pixel format; 0 means the source's own
@@ -38,6 +41,11 @@ typedef struct fv_source_desc {
     int width, height;
     double rate;
     fv_pixel_format format;
+    /* v4l2: the camera's own pixel format as a V4L2 fourcc, e.g.
+     * FV_FOURCC('M','J','P','G') (decoded to `format`, default RGB24, with
+     * libjpeg-turbo); 0: the one matching `format`, or the driver's current
+     * one when format is 0 too. Other sources: must be 0. */
+    uint32_t fourcc;
     int timeout_ms; /* longest a capture waits for a frame; 0 means 2000 */
     int loop;       /* files, sequences, videos: 1 = start again at the end */
     int reconnect;  /* cameras: 1 = a camera that vanished is waited for (capture
