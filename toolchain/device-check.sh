@@ -36,4 +36,15 @@ if [ -x build-gpu/apps/bench/fovea-bench ] && [ -n "${FV_BENCH:-}" ]; then
     build-gpu/apps/bench/fovea-bench "$b" --json "$out/bench-$b.json" 2>&1 | tee "$out/bench-$b.log" | tail -40
   done
 fi
+# FV_EDGE_BENCH=1: the edge-filter benchmark (apps/bench/edge_vs_peers.py:
+# fovea-bench edge vs PyTorch and OpenCV) with this build's fovea-bench.
+if [ -x build-gpu/apps/bench/fovea-bench ] && [ -n "${FV_EDGE_BENCH:-}" ]; then
+  rm -rf /tmp/fv-edge-dump && mkdir -p /tmp/fv-edge-dump
+  # shellcheck disable=SC2086
+  timeout "${FV_EDGE_TIMEOUT:-300}" "${PYTHON:-python3}" apps/bench/edge_vs_peers.py \
+    --bench build-gpu/apps/bench/fovea-bench --dump /tmp/fv-edge-dump \
+    --peer-frames "${FV_EDGE_PEER_FRAMES:-1000}" --peer-runs "${FV_EDGE_PEER_RUNS:-5}" \
+    --fovea-json "$out/fovea_edge.json" --json "$out/edge_vs_peers.json" \
+    --table "$out/edge_table.txt" -- ${FV_EDGE_ARGS:-} 2>&1 | tee "$out/edge.log" | tail -60
+fi
 exit 0

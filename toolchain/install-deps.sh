@@ -24,9 +24,9 @@ pkgs=(build-essential cmake pkg-config libcmocka-dev libpng-dev zlib1g-dev
       python3 python3-numpy python3-opencv openssh-server openssh-client rsync)
 # GStreamer: gst://, csi://, video files, display://, video and RTP sinks,
 # and their round-trip test.
-pkgs+=()
+pkgs+=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav)
 # V4L2 against the kernel's vivid driver under qemu (tests/v4l2).
-pkgs+=()
+pkgs+=(qemu-system-x86 busybox-static kmod cpio)
 # libjpeg-turbo's headers: Debian's name, else the generic one (Ubuntu).
 jpeg_alternatives=(libjpeg62-turbo-dev libjpeg-turbo8-dev libjpeg-dev)
 

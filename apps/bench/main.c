@@ -15,7 +15,10 @@
  *
  * conv and conv-tables are the GPU convolution benchmarks (bench_conv*.c,
  * legacy_cudnn.c; conv_vs_pytorch.py adds PyTorch, run_conv_bench.sh runs
- * everything on a GPU machine). */
+ * everything on a GPU machine).
+ *
+ * edge is the video-frame edge benchmark (bench_edge.c; edge_vs_peers.py
+ * adds PyTorch and OpenCV, run_edge_bench.sh runs it on a GPU machine). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,17 @@
 #include <time.h>
 #include "fovea/fovea.h"
 #include "bench_conv.h"
+
+/* bench_edge.c, built with the CUDA backend only. */
+int bench_cmd_edge(int argc, char **argv);
+#if !FV_BUILT_WITH_CUDA
+int bench_cmd_edge(int argc, char **argv) {
+    (void)argc, (void)argv;
+    fprintf(stderr, "fovea-bench edge: needs the CUDA backend, and this fovea was built without "
+                    "it (CPU only): configure with CUDA and cuDNN available\n");
+    return 2;
+}
+#endif
 
 typedef struct bench_opts {
     int width, height, iters, warmup;
@@ -298,6 +312,16 @@ static const bench_cmd cmds[] = {
      "      channel padding 3 vs 8, channel folding 2048x2048x8 vs 1024x1024x32\n"
      "      [--iters 50] [--warmup 10] [--shapes 0,1,2,8,12,13 (table 1)] [--batch N]\n"
      "      [--json FILE] [--cache flush|rotate] [--workspace-mb 1024]"},
+    {"edge", bench_cmd_edge,
+     "GPU: the Laplacian edge filter on 1080p/4K RGB24 and YUYV frames from pinned memory:\n"
+     "      fv_pipeline end to end (3 slots; 2, 4 and CUDA graphs as variants), the copy\n"
+     "      floor (H2D || D2H), GPU-only fv_filter_apply (engines AUTO and CONV), zero\n"
+     "      allocations over --alloc-frames 1080p frames (exit 1 on FAIL); outputs checked\n"
+     "      on a photo against the CPU backend first (exit 1 on mismatch)\n"
+     "      [--frames 2000] [--runs 5] [--warmup 200] [--variant-frames 1000]\n"
+     "      [--variant-runs 3 (0: none)] [--alloc-frames 10000] [--gpu-batch 100]\n"
+     "      [--gpu-runs 11] [--copy-reps 50] [--sizes 1080p,4k] [--formats rgb,yuyv]\n"
+     "      [--image data/astronaut.png] [--device-pool-mb 3072] [--json FILE] [--dump DIR]"},
 };
 
 static void usage(FILE *f) {

@@ -278,7 +278,8 @@ static fv_status run(fv_backend backend, const fv_host_image *src, const fv_filt
     r->have_info = fv_context_info_get(p.ctx, &r->info) == FV_OK;
     STAGE(ST_TENSORS, make_tensors(&p, w, h));
     STAGE(ST_PLAN, fv_filter_create(p.ctx, &d, &p.filter));
-    r->have_conv = fv_conv2d_info_get(fv_filter_conv(p.filter), &r->conv) == FV_OK;
+    r->have_conv = fv_filter_conv(p.filter) && /* NULL on the fused engine */
+                   fv_conv2d_info_get(fv_filter_conv(p.filter), &r->conv) == FV_OK;
     pix_in.data = fv_tensor_data(p.pix_in);
     pix_out.data = fv_tensor_data(p.pix_out);
     STAGE(ST_UPLOAD, fv_tensor_upload(p.ctx, p.pix_in, src->data, bytes));

@@ -79,6 +79,20 @@ int64_t fv__now_ns(void);
  * otherwise. */
 fv_status fv__host_convert(const fv_image *src, fv_image *dst);
 
+/* A numbered file name: prefix, one %[0][width]d, suffix. */
+typedef struct fv__index_pattern {
+    char prefix[4096], suffix[4096];
+    int zero, width; /* %0<width>d */
+} fv__index_pattern;
+
+/* 1: path has one %[0][width]d (split into *p); 0: no '%' at all; -1: a
+ * '%' that is not one such conversion (FV_ERR_BAD_PARAM recorded, the
+ * message beginning "op: 'path': "). */
+int fv__index_pattern_parse(const char *op, const char *path, fv__index_pattern *p);
+/* The name for index (buf of n bytes). */
+void fv__index_pattern_name(const fv__index_pattern *p, unsigned long long index, char *buf,
+                            size_t n);
+
 /* True if path names a video container fovea decodes through GStreamer
  * (.mp4 .mkv .avi .mov .webm .m4v .ts, any case). */
 int fv__is_video_path(const char *path);

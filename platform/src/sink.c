@@ -7,7 +7,8 @@
 
 static size_t scheme_len(const char *uri) {
     size_t n = 0;
-    while (isalnum((unsigned char)uri[n])) n++;
+    while (isalnum((unsigned char)uri[n]))
+        n++;
     return n > 0 && strncmp(uri + n, "://", 3) == 0 ? n : 0;
 }
 
@@ -28,8 +29,8 @@ fv_status fv_sink_open(const fv_sink_desc *desc, fv_sink **out) {
                          d->width, d->height);
     if (!out_format_ok(d->format))
         return fv__error(FV_ERR_BAD_PARAM,
-                         "%s: '%s': format %s (%d): sinks take GRAY8, RGB24, BGR24 or RGBA32",
-                         op, d->uri, fv_pixel_format_name(d->format), (int)d->format);
+                         "%s: '%s': format %s (%d): sinks take GRAY8, RGB24, BGR24 or RGBA32", op,
+                         d->uri, fv_pixel_format_name(d->format), (int)d->format);
     if (!isfinite(d->rate) || d->rate < 0 || d->rate > 10000 || d->bitrate_kbps < 0)
         return fv__error(FV_ERR_BAD_PARAM,
                          "%s: '%s': rate %g must be in [0, 10000] and bitrate_kbps %d >= 0", op,
@@ -90,7 +91,8 @@ fv_status fv_sink_write(fv_sink *sink, const fv_image *frame, int64_t timestamp_
                          op, d->uri, frame->width, frame->height,
                          fv_pixel_format_name(frame->format), d->width, d->height,
                          fv_pixel_format_name(d->format));
-    if (!frame->data) return fv__error(FV_ERR_BAD_PARAM, "%s: '%s': frame data is NULL", op, d->uri);
+    if (!frame->data)
+        return fv__error(FV_ERR_BAD_PARAM, "%s: '%s': frame data is NULL", op, d->uri);
     fv_image f = *frame;
     if (f.stride == 0) f.stride = fv_image_bytes(f.format, f.width, 1);
     fv_status s = sink->ops->write(sink, &f, timestamp_ns);

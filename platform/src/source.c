@@ -34,6 +34,38 @@ void fv__sink_log(const fv_sink *sink, fv_log_level level, const char *fmt, ...)
     va_end(ap);
 }
 
+int fv__index_pattern_parse(const char *op, const char *path, fv__index_pattern *p) {
+    const char *pc = strchr(path, '%');
+    if (!pc) return 0;
+    const char *c = pc + 1;
+    p->zero = *c == '0';
+    if (p->zero) c++;
+    p->width = 0;
+    while (*c >= '0' && *c <= '9' && p->width < 100)
+        p->width = p->width * 10 + (*c++ - '0');
+    size_t pre = (size_t)(pc - path);
+    if ((*c != 'd' && *c != 'i') || p->width > 32 || strchr(c + 1, '%') ||
+        pre >= sizeof p->prefix || strlen(c + 1) >= sizeof p->suffix) {
+        fv__error(FV_ERR_BAD_PARAM,
+                  "%s: '%s': a file pattern takes exactly one %%d conversion (optionally "
+                  "%%0<width>d, width <= 32) and no other '%%'",
+                  op, path);
+        return -1;
+    }
+    memcpy(p->prefix, path, pre);
+    p->prefix[pre] = '\0';
+    strcpy(p->suffix, c + 1);
+    return 1;
+}
+
+void fv__index_pattern_name(const fv__index_pattern *p, unsigned long long index, char *buf,
+                            size_t n) {
+    if (p->zero)
+        snprintf(buf, n, "%s%0*llu%s", p->prefix, p->width, index, p->suffix);
+    else
+        snprintf(buf, n, "%s%*llu%s", p->prefix, p->width, index, p->suffix);
+}
+
 int fv__is_video_path(const char *path) {
     static const char *const ext[] = {".mp4", ".mkv", ".avi", ".mov", ".webm", ".m4v", ".ts"};
     const char *dot = strrchr(path, '.');
@@ -46,7 +78,8 @@ int fv__is_video_path(const char *path) {
 /* "scheme://rest": the scheme's length, or 0 when uri has none. */
 static size_t scheme_len(const char *uri) {
     size_t n = 0;
-    while (isalnum((unsigned char)uri[n])) n++;
+    while (isalnum((unsigned char)uri[n]))
+        n++;
     return n > 0 && strncmp(uri + n, "://", 3) == 0 ? n : 0;
 }
 
@@ -120,15 +153,13 @@ static fv_status check_desc(const fv_source_desc *d) {
     if (!format_ok(d->format))
         return fv__error(FV_ERR_BAD_PARAM, "%s: format %d is unknown", op, (int)d->format);
     if (d->timeout_ms < 0 || d->buffers < 0 || d->buffers > 32)
-        return fv__error(FV_ERR_BAD_PARAM,
-                         "%s: timeout_ms %d must be >= 0 and buffers %d in 0..32", op,
-                         d->timeout_ms, d->buffers);
+        return fv__error(FV_ERR_BAD_PARAM, "%s: timeout_ms %d must be >= 0 and buffers %d in 0..32",
+                         op, d->timeout_ms, d->buffers);
     if ((d->loop | d->reconnect) & ~1)
         return fv__error(FV_ERR_BAD_PARAM, "%s: loop %d and reconnect %d must be 0 or 1", op,
                          d->loop, d->reconnect);
     if (d->user_buffers && (d->user_buffer_bytes == 0))
-        return fv__error(FV_ERR_BAD_PARAM, "%s: user_buffers given but user_buffer_bytes is 0",
-                         op);
+        return fv__error(FV_ERR_BAD_PARAM, "%s: user_buffers given but user_buffer_bytes is 0", op);
     for (int i = 0; i < 8; i++)
         if (d->reserved[i])
             return fv__error(FV_ERR_BAD_PARAM, "%s: reserved[%d] must be zero", op, i);

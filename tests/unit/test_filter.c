@@ -1,9 +1,9 @@
-/* fv_filter on the CPU backend against a naive double-precision reference
- * written here from the rule in fovea/filter.h (input bytes / 255 rounded to
- * FP16, convolution in double rounded to FP16, then magnitude, gain,
+/* fv_filter on the CPU backend (the FP32 reference: F32 tensors) against a
+ * naive double-precision reference written here from the rule in
+ * fovea/filter.h (input bytes / 255, the convolution, magnitude, gain,
  * threshold, overlay and unpack's rounding); bad descs and frames refused;
- * no pool allocation per frame. Bytes may differ by 1 (the backend
- * accumulates in FP32 before the FP16 rounding). */
+ * no pool allocation per frame. Bytes may differ by 1 where FP32 rounding
+ * moves a value across a rounding boundary. */
 #include "fv_test.h"
 #include <math.h>
 #include <stdio.h>
@@ -33,7 +33,7 @@ static void reference(const fv_filter_desc *d, const unsigned char *in, unsigned
     if (d->kind == FV_FILTER_CUSTOM) {
         R = d->kernel_rows, S = d->kernel_cols;
         for (int i = 0; i < R * S; i++)
-            k[0][i] = fv_round_f16(d->kernel[i]); /* weights are stored as FP16 */
+            k[0][i] = d->kernel[i];
     } else {
         for (int i = 0; i < 9; i++)
             k[0][i] = k0[i], k[1][i] = k0[(i % 3) * 3 + i / 3];
@@ -51,12 +51,11 @@ static void reference(const fv_filter_desc *d, const unsigned char *in, unsigned
                             for (int s = 0; s < S; s++) {
                                 int iy = y + r - (R - 1) / 2, ix = x + s - (S - 1) / 2;
                                 if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                                double v = fv_round_f16(in[((size_t)iy * W + ix) * in_c + c] *
-                                                        (1.0f / 255.0f));
+                                double v = in[((size_t)iy * W + ix) * in_c + c] / 255.0;
                                 acc += k[kk][r * S + s] * v;
                             }
                     }
-                    g[kk] = fv_round_f16((float)acc);
+                    g[kk] = acc;
                 }
                 b[e] = (pairs ? sqrt(g[0] * g[0] + g[1] * g[1]) : fabs(g[0])) * 255.0 * gain;
             }
@@ -65,10 +64,7 @@ static void reference(const fv_filter_desc *d, const unsigned char *in, unsigned
                 double p = v;
                 if (d->threshold > 0) v = v >= d->threshold ? 255 : 0;
                 if (d->overlay) {
-                    double base =
-                        fv_round_f16(in[((size_t)y * W + x) * in_c + (in_c == 1 ? 0 : j)] *
-                                     (1.0f / 255.0f)) *
-                        255.0;
+                    double base = in[((size_t)y * W + x) * in_c + (in_c == 1 ? 0 : j)];
                     v = v > base ? v : base;
                     p = p > base ? p : base;
                 }
@@ -283,8 +279,73 @@ static void applying_allocates_nothing(void **state) {
     fv_context_destroy(ctx);
 }
 
+static void engine_choice_on_the_cpu(void **state) {
+    fv_context *ctx = fv_test_cpu_context(0);
+    fv_filter *f = (fv_filter *)1;
+    const fv_filter_desc ok = {.kind = FV_FILTER_SOBEL, .width = 16, .height = 8};
+    fv_filter_desc d = ok;
+    d.engine = FV_FILTER_ENGINE_FUSED; /* a CUDA kernel: no such thing here */
+    FV_ASSERT_STATUS(fv_filter_create(ctx, &d, &f), FV_ERR_NOT_SUPPORTED, "not available");
+    assert_null(f);
+    FV_ASSERT_STATUS(fv_filter_create(ctx, &d, &f), FV_ERR_NOT_SUPPORTED, "cpu backend");
+    d.engine = (fv_filter_engine)3;
+    FV_ASSERT_STATUS(fv_filter_create(ctx, &d, &f), FV_ERR_BAD_PARAM, "engine=3");
+    d.engine = (fv_filter_engine)-1;
+    FV_ASSERT_STATUS(fv_filter_create(ctx, &d, &f), FV_ERR_BAD_PARAM, "engine=-1");
+    d = ok, d.reserved[4] = 7; /* the last one left after engine took one */
+    FV_ASSERT_STATUS(fv_filter_create(ctx, &d, &f), FV_ERR_BAD_PARAM, "reserved[4]");
+    assert_string_equal(fv_filter_engine_name(FV_FILTER_ENGINE_AUTO), "auto");
+    assert_string_equal(fv_filter_engine_name(FV_FILTER_ENGINE_FUSED), "fused");
+    assert_string_equal(fv_filter_engine_name(FV_FILTER_ENGINE_CONV), "conv");
+    assert_string_equal(fv_filter_engine_name((fv_filter_engine)9), "unknown");
+
+    /* AUTO and CONV both take the conv path on the CPU. */
+    for (int e = 0; e < 2; e++) {
+        d = ok, d.engine = e ? FV_FILTER_ENGINE_CONV : FV_FILTER_ENGINE_AUTO;
+        FV_ASSERT_OK(fv_filter_create(ctx, &d, &f));
+        fv_filter_info fi;
+        memset(&fi, 0x5A, sizeof fi);
+        FV_ASSERT_OK(fv_filter_info_get(f, &fi));
+        assert_int_equal(fi.engine, FV_FILTER_ENGINE_CONV);
+        assert_string_equal(fi.path, "pack + conv + edge + unpack (CPU reference)");
+        assert_int_equal(fi.tensor_cores, 0);
+        assert_int_equal(fi.kernel_rows, 3);
+        assert_int_equal(fi.kernel_cols, 3);
+        assert_int_equal(fi.input_channels, 3);
+        assert_int_equal(fi.edge_channels, 1);
+        assert_int_equal(fi.conv_outputs, 2); /* gx, gy */
+        for (int i = 0; i < 8; i++)
+            assert_int_equal(fi.reserved[i], 0);
+        assert_non_null(fv_filter_conv(f)); /* the CONV engine has a convolution */
+        FV_ASSERT_STATUS(fv_filter_info_get(f, NULL), FV_ERR_BAD_PARAM, "out");
+        FV_ASSERT_STATUS(fv_filter_info_get(NULL, &fi), FV_ERR_BAD_PARAM, "filter");
+        fv_filter_destroy(f);
+    }
+    float k[7 * 5] = {0};
+    k[17] = 1;
+    d = ok, d.kind = FV_FILTER_CUSTOM, d.kernel = k, d.kernel_rows = 7, d.kernel_cols = 5;
+    d.output = FV_FILTER_OUT_COLOR;
+    FV_ASSERT_OK(fv_filter_create(ctx, &d, &f));
+    fv_filter_info fi;
+    FV_ASSERT_OK(fv_filter_info_get(f, &fi));
+    assert_int_equal(fi.kernel_rows, 7);
+    assert_int_equal(fi.kernel_cols, 5);
+    assert_int_equal(fi.edge_channels, 3);
+    assert_int_equal(fi.conv_outputs, 3);
+    fv_filter_destroy(f);
+    d.format = FV_PIXEL_GRAY8;
+    FV_ASSERT_OK(fv_filter_create(ctx, &d, &f));
+    FV_ASSERT_OK(fv_filter_info_get(f, &fi));
+    assert_int_equal(fi.input_channels, 1);
+    assert_int_equal(fi.edge_channels, 1);
+    fv_filter_destroy(f);
+    assert_null(fv_filter_conv(NULL));
+    fv_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(engine_choice_on_the_cpu),
         cmocka_unit_test(every_kind_matches_the_reference),
         cmocka_unit_test(threshold_and_overlay_follow_the_rule),
         cmocka_unit_test(bad_descs_are_refused),

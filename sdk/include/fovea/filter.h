@@ -1,11 +1,20 @@
 /* fovea: edge filters on frames, in a few lines.
  *
- * An fv_filter runs one frame through
- *   fv_image_pack (bytes / 255, FP16) -> fv_conv2d (tensor cores on CUDA)
- *   -> edge step (|x| or gradient magnitude, gain, threshold, overlay)
- *   -> fv_image_unpack
- * on the context's backend and stream. Every tensor is made at
- * fv_filter_create; fv_filter_apply allocates nothing.
+ * An fv_filter runs one frame on the context's backend and stream by one of
+ * two engines (fv_filter_engine):
+ *   CONV:  fv_image_pack (bytes / 255, FP16) -> fv_conv2d (cuDNN, tensor
+ *          cores on CUDA) -> edge step (|x| or gradient magnitude, gain,
+ *          threshold, overlay) -> fv_image_unpack;
+ *   FUSED: (CUDA, sm_70+) one kernel: the frame's values (0..255, as FP16:
+ *          bytes exactly) -> the convolution as an implicit GEMM on tensor
+ *          cores (FP16 weights, FP32 accumulate) -> the same edge step with
+ *          gain in place of 255 * gain -> bytes. No intermediate tensors.
+ * Both follow the rule below; they differ only by rounding (CONV rounds the
+ * values / 255 and the convolution output to FP16; FUSED rounds only
+ * non-integer input values, from YUV, to FP16): a byte may differ by a level
+ * or two, and a pixel on the threshold may flip. Everything is made at
+ * fv_filter_create; fv_filter_apply allocates nothing and does not
+ * synchronize (it may be captured into a CUDA graph).
  *
  * The exact rule, per pixel (FP32 arithmetic on the FP16 tensors):
  *   x_c   = byte_c / 255 as FP16, c over the packed channels (R, G, B; or
@@ -65,6 +74,12 @@ typedef enum fv_filter_output {
     FV_FILTER_OUT_COLOR = 1 /* per-channel edges */
 } fv_filter_output;
 
+typedef enum fv_filter_engine {
+    FV_FILTER_ENGINE_AUTO = 0,  /* default: FUSED where the backend has it, else CONV */
+    FV_FILTER_ENGINE_FUSED = 1, /* the fused tensor-core kernel (CUDA, sm_70+) */
+    FV_FILTER_ENGINE_CONV = 2   /* pack + fv_conv2d + edge + unpack: every backend */
+} fv_filter_engine;
+
 /* Largest custom kernel, rows and cols. */
 #define FV_FILTER_MAX_KERNEL 15
 
@@ -82,16 +97,21 @@ typedef struct fv_filter_desc {
      * Copied at creation: the caller may free it after the call. */
     int kernel_rows, kernel_cols;
     const float *kernel;
-    uint32_t conv_flags;  /* FV_CONV2D_* for the convolution (e.g. AUTOTUNE) */
-    uint32_t reserved[6]; /* must be zero */
+    uint32_t conv_flags;     /* FV_CONV2D_* for the convolution (CONV engine; e.g. AUTOTUNE) */
+    fv_filter_engine engine; /* 0 (AUTO) by default */
+    uint32_t reserved[5];    /* must be zero */
 } fv_filter_desc;
 
-/* Plans a filter: checks the desc, makes the convolution (weights converted
- * and uploaded once) and every tensor of the pipeline in the context's
- * DEVICE pool, and runs the convolution once (fv_conv2d_bind).
+/* Plans a filter: checks the desc and chooses the engine. CONV: makes the
+ * convolution (weights converted and uploaded once) and every tensor of the
+ * pipeline in the context's DEVICE pool, and runs the convolution once
+ * (fv_conv2d_bind). FUSED: uploads the FP16 weight matrix (one small
+ * tensor of the DEVICE pool) and synchronizes once; nothing else.
  *   ctx, desc, out: required. *out is NULL on failure.
- * Returns FV_ERR_BAD_PARAM (the message names the field and its value),
- * FV_ERR_NOT_SUPPORTED (the backend cannot run the convolution),
+ * Returns FV_ERR_BAD_PARAM (the message names the field and its value;
+ * also an unknown engine), FV_ERR_NOT_SUPPORTED (the backend cannot run the
+ * convolution; engine FUSED on a backend without it: CPU, or a GPU without
+ * tensor cores),
  * FV_ERR_OUT_OF_MEMORY (the DEVICE or HOST pool is too small), device errors. */
 fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filter **out);
 
@@ -109,8 +129,30 @@ void fv_filter_destroy(fv_filter *f);
  * errors. */
 fv_status fv_filter_apply(fv_filter *f, const fv_image *in, fv_image *out);
 
-/* The filter's convolution (for fv_conv2d_info_get), owned by the filter. */
+/* The filter's convolution (for fv_conv2d_info_get), owned by the filter.
+ * NULL when f is NULL or runs the FUSED engine (it has no fv_conv2d). */
 const fv_conv2d *fv_filter_conv(const fv_filter *f);
+
+/* How a filter runs. */
+typedef struct fv_filter_info {
+    fv_filter_engine engine; /* FUSED or CONV: the engine taken (never AUTO) */
+    /* "fused tensor-core kernel (WMMA m16n16k16, FP16 in, FP32 accumulate)",
+     * "pack + cuDNN conv + edge + unpack" (CUDA) or
+     * "pack + conv + edge + unpack (CPU reference)" */
+    char path[96];
+    int tensor_cores;             /* 1 when the convolution runs on tensor cores */
+    int kernel_rows, kernel_cols; /* 3 x 3, or the custom kernel's */
+    int input_channels;           /* packed: 1 (GRAY8 input) or 3 */
+    int edge_channels;            /* 1 (GRAY) or the input channels (COLOR) */
+    int conv_outputs;             /* edge channels, times 2 for gradient filters */
+    uint32_t reserved[8];
+} fv_filter_info;
+
+/* Fills *out. Returns FV_ERR_BAD_PARAM if either is NULL. */
+fv_status fv_filter_info_get(const fv_filter *f, fv_filter_info *out);
+
+/* "auto", "fused", "conv"; "unknown". */
+const char *fv_filter_engine_name(fv_filter_engine e);
 
 /* "laplacian", "sobel", "scharr", "prewitt", "custom"; "unknown". */
 const char *fv_filter_kind_name(fv_filter_kind k);

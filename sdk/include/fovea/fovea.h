@@ -12,5 +12,6 @@
 #include "fovea/ops.h"
 #include "fovea/filter.h"
 #include "fovea/frame.h"
+#include "fovea/pipeline.h"
 
 #endif

@@ -1,19 +1,24 @@
-/* fv_filter: pack -> conv2d -> edge step -> unpack, planned once (see
- * fovea/filter.h for the exact rule). Gradient filters run both gradients
- * of every edge channel as one convolution (two output channels each). */
+/* fv_filter: pack -> conv2d -> edge step -> unpack (CONV engine), or the
+ * backend's fused kernel (FUSED), planned once (see fovea/filter.h for the
+ * exact rule). Gradient filters run both gradients of every edge channel as
+ * one convolution (two output channels each). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 
 struct fv_filter {
     fv_context *ctx;
-    fv_filter_desc desc; /* normalized; kernel NULL */
-    int pairs;           /* 1: gradient pairs (gx, gy) and a magnitude */
-    fv_conv2d *conv;
-    fv_tensor *x; /* packed input, F16, 1 or 3 channels */
-    fv_tensor *y; /* convolution output, F16, m or 2m channels */
-    fv_tensor *e; /* edge values in output levels, F32, 1 or 3 channels */
+    fv_filter_desc desc;     /* normalized; kernel NULL */
+    int pairs;               /* 1: gradient pairs (gx, gy) and a magnitude */
+    int in_c, m, r, s;       /* packed channels, edge channels, kernel size */
+    fv_filter_engine engine; /* FUSED or CONV */
+    fv_tensor *w;            /* FUSED: the B matrix (see fv__backend.filter_fused) */
+    fv_conv2d *conv;         /* CONV: the convolution and tensors x, y, e */
+    fv_tensor *x;            /* packed input, F16, 1 or 3 channels */
+    fv_tensor *y;            /* convolution output, F16, m or 2m channels */
+    fv_tensor *e;            /* edge values in output levels, F32, 1 or 3 channels */
 };
 
 const char *fv_filter_kind_name(fv_filter_kind k) {
@@ -28,6 +33,18 @@ const char *fv_filter_kind_name(fv_filter_kind k) {
         return "prewitt";
     case FV_FILTER_CUSTOM:
         return "custom";
+    }
+    return "unknown";
+}
+
+const char *fv_filter_engine_name(fv_filter_engine e) {
+    switch (e) {
+    case FV_FILTER_ENGINE_AUTO:
+        return "auto";
+    case FV_FILTER_ENGINE_FUSED:
+        return "fused";
+    case FV_FILTER_ENGINE_CONV:
+        return "conv";
     }
     return "unknown";
 }
@@ -60,7 +77,10 @@ static fv_status check_desc(const fv_filter_desc *d) {
                (double)d->threshold);
     FV_REQUIRE(d->overlay == 0 || d->overlay == 1, FV_ERR_BAD_PARAM,
                "%s: overlay=%d must be 0 or 1", op, d->overlay);
-    for (int i = 0; i < 6; i++)
+    FV_REQUIRE((int)d->engine >= FV_FILTER_ENGINE_AUTO && (int)d->engine <= FV_FILTER_ENGINE_CONV,
+               FV_ERR_BAD_PARAM, "%s: engine=%d is unknown (AUTO 0, FUSED 1, CONV 2)", op,
+               (int)d->engine);
+    for (int i = 0; i < 5; i++)
         FV_REQUIRE(d->reserved[i] == 0, FV_ERR_BAD_PARAM, "%s: reserved[%d] must be zero", op, i);
     if (d->kind != FV_FILTER_CUSTOM) {
         FV_REQUIRE(!d->kernel && d->kernel_rows == 0 && d->kernel_cols == 0, FV_ERR_BAD_PARAM,
@@ -122,15 +142,47 @@ static fv_status make_tensor(fv_context *ctx, fv_dtype dt, int h, int w, int c, 
     return fv_tensor_create(ctx, &td, out);
 }
 
+/* FUSED: the weights as the kernel's B matrix, FP16 [kpad x 16]: row
+ * (r*S + s)*C + c, column = output channel; uploaded once. */
+static fv_status plan_fused(fv_filter *f, const float *w, int k) {
+    const int split = fv__filter_fused_split(f->desc.format, f->r, f->s);
+    const int cs = f->in_c << split; /* stored channels: (hi, lo) pairs when split */
+    const int rs = f->r * f->s, kpad = FV_ROUND_UP(rs * cs, 16);
+    const size_t n = (size_t)kpad * 16;
+    fv_half *b = calloc(n, sizeof *b);
+    FV_REQUIRE(b, FV_ERR_OUT_OF_MEMORY, "filter: out of host memory");
+    for (int o = 0; o < k; o++)
+        for (int c = 0; c < cs; c++)
+            for (int i = 0; i < rs; i++)
+                b[((size_t)i * cs + c) * 16 + (size_t)o] =
+                    fv_f32_to_f16(w[((size_t)o * f->in_c + (c >> split)) * rs + (size_t)i]);
+    fv_tensor_desc td = {.dtype = FV_DTYPE_F16, .h = 1, .w = kpad, .c = 16};
+    fv_status st = fv_tensor_create(f->ctx, &td, &f->w);
+    if (st == FV_OK) st = fv_tensor_upload(f->ctx, f->w, b, n * sizeof *b);
+    if (st == FV_OK) st = fv_context_synchronize(f->ctx); /* b is freed next */
+    free(b);
+    return st;
+}
+
 static fv_status plan(fv_filter *f) {
     const fv_filter_desc *d = &f->desc;
-    const int in_c = d->format == FV_PIXEL_GRAY8 ? 1 : 3;
-    const int m = d->output == FV_FILTER_OUT_COLOR ? in_c : 1;
+    const int in_c = f->in_c, m = f->m;
     const int out_c = d->overlay && in_c > m ? in_c : m;
     const int k = m * (f->pairs ? 2 : 1);
     int r, s;
     float *w = make_weights(d, f->pairs, m, in_c, &r, &s);
     FV_REQUIRE(w, FV_ERR_OUT_OF_MEMORY, "filter: out of host memory");
+    if (f->engine == FV_FILTER_ENGINE_FUSED) {
+        fv_status st = plan_fused(f, w, k);
+        free(w);
+        return st;
+    }
+    /* The CPU backend is the FP32 reference unless asked to mirror the GPU's
+     * FP16 storage (FV_CONTEXT_CPU_ROUND_F16). */
+    const fv_context *ctx = f->ctx;
+    const fv_dtype dt = ctx->be == &fv__backend_cpu && !(ctx->flags & FV_CONTEXT_CPU_ROUND_F16)
+                            ? FV_DTYPE_F32
+                            : FV_DTYPE_F16;
     fv_conv2d_desc cd = {.h = d->height,
                          .w = d->width,
                          .c = in_c,
@@ -139,14 +191,14 @@ static fv_status plan(fv_filter *f) {
                          .s = s,
                          .pad_h = (r - 1) / 2,
                          .pad_w = (s - 1) / 2,
-                         .dtype = FV_DTYPE_F16,
+                         .dtype = dt,
                          .weights = w,
                          .flags = d->conv_flags};
     fv_status st = fv_conv2d_create(f->ctx, &cd, &f->conv);
     free(w);
     FV_TRY(st);
-    FV_TRY(make_tensor(f->ctx, FV_DTYPE_F16, d->height, d->width, in_c, &f->x));
-    FV_TRY(make_tensor(f->ctx, FV_DTYPE_F16, d->height, d->width, k, &f->y));
+    FV_TRY(make_tensor(f->ctx, dt, d->height, d->width, in_c, &f->x));
+    FV_TRY(make_tensor(f->ctx, dt, d->height, d->width, k, &f->y));
     FV_TRY(make_tensor(f->ctx, FV_DTYPE_F32, d->height, d->width, out_c, &f->e));
     return fv_conv2d_bind(f->conv, f->x, f->y);
 }
@@ -167,7 +219,22 @@ fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filte
     f->pairs =
         d.kind == FV_FILTER_SOBEL || d.kind == FV_FILTER_SCHARR || d.kind == FV_FILTER_PREWITT;
     f->desc = d;
-    fv_status s = plan(f);
+    f->in_c = d.format == FV_PIXEL_GRAY8 ? 1 : 3;
+    f->m = d.output == FV_FILTER_OUT_COLOR ? f->in_c : 1;
+    f->r = d.kind == FV_FILTER_CUSTOM ? d.kernel_rows : 3;
+    f->s = d.kind == FV_FILTER_CUSTOM ? d.kernel_cols : 3;
+    /* The fused kernel needs tensor cores (WMMA, sm_70+). */
+    const int fused_ok = ctx->be->filter_fused && ctx->info.tensor_cores;
+    f->engine = d.engine == FV_FILTER_ENGINE_AUTO
+                    ? (fused_ok ? FV_FILTER_ENGINE_FUSED : FV_FILTER_ENGINE_CONV)
+                    : d.engine;
+    fv_status s = FV_OK;
+    if (f->engine == FV_FILTER_ENGINE_FUSED && !fused_ok)
+        s = fv__error(FV_ERR_NOT_SUPPORTED,
+                      "filter: engine FUSED (the fused tensor-core kernel) is not available on "
+                      "the %s backend%s; use AUTO or CONV",
+                      ctx->be->name, ctx->be->filter_fused ? " of a GPU without tensor cores" : "");
+    if (s == FV_OK) s = plan(f);
     f->desc.kernel = NULL;
     if (s != FV_OK) {
         fv_filter_destroy(f);
@@ -183,11 +250,62 @@ void fv_filter_destroy(fv_filter *f) {
     fv_tensor_destroy(f->y);
     fv_tensor_destroy(f->x);
     fv_conv2d_destroy(f->conv);
+    fv_tensor_destroy(f->w);
     free(f);
 }
 
 const fv_conv2d *fv_filter_conv(const fv_filter *f) {
     return f ? f->conv : NULL;
+}
+
+fv_status fv_filter_info_get(const fv_filter *f, fv_filter_info *out) {
+    FV_REQUIRE(f && out, FV_ERR_BAD_PARAM, "fv_filter_info_get: %s is NULL", f ? "out" : "filter");
+    memset(out, 0, sizeof *out);
+    out->engine = f->engine;
+    const char *path;
+    if (f->engine == FV_FILTER_ENGINE_FUSED) {
+        path = "fused tensor-core kernel (WMMA m16n16k16, FP16 in, FP32 accumulate)";
+        out->tensor_cores = 1;
+    } else {
+        fv_conv2d_info ci;
+        FV_TRY(fv_conv2d_info_get(f->conv, &ci));
+        out->tensor_cores = ci.tensor_cores;
+        path = f->ctx->backend == FV_BACKEND_CPU ? "pack + conv + edge + unpack (CPU reference)"
+                                                 : "pack + cuDNN conv + edge + unpack";
+    }
+    snprintf(out->path, sizeof out->path, "%s", path);
+    out->kernel_rows = f->r, out->kernel_cols = f->s;
+    out->input_channels = f->in_c;
+    out->edge_channels = f->m;
+    out->conv_outputs = f->m * (f->pairs ? 2 : 1);
+    return FV_OK;
+}
+
+static size_t bytes_per_pixel(fv_pixel_format f) {
+    return f == FV_PIXEL_RGBA32                         ? 4
+           : f == FV_PIXEL_RGB24 || f == FV_PIXEL_BGR24 ? 3
+           : f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY   ? 2
+                                                        : 1;
+}
+
+/* Fills an image's defaults (as fv_image_pack does) and checks its rows. */
+static fv_status image_normalize(const char *op, const char *what, const fv_image *img,
+                                 fv_image *n) {
+    *n = *img;
+    FV_REQUIRE(img->data, FV_ERR_BAD_PARAM, "%s: %s image data is NULL", op, what);
+    const size_t row = (size_t)img->width * bytes_per_pixel(img->format);
+    if (n->stride == 0) n->stride = row;
+    FV_REQUIRE(n->stride >= row, FV_ERR_BAD_PARAM,
+               "%s: %s stride %zu is smaller than a %s row of %d pixels (%zu bytes)", op, what,
+               n->stride, fv_pixel_format_name(img->format), img->width, row);
+    if (img->format == FV_PIXEL_NV12) {
+        if (!n->uv) n->uv = (unsigned char *)n->data + n->stride * (size_t)img->height;
+        if (n->uv_stride == 0) n->uv_stride = n->stride;
+        FV_REQUIRE(n->uv_stride >= (size_t)img->width, FV_ERR_BAD_PARAM,
+                   "%s: NV12 uv_stride %zu is smaller than the width %d", op, n->uv_stride,
+                   img->width);
+    }
+    return FV_OK;
 }
 
 fv_status fv_filter_apply(fv_filter *f, const fv_image *in, fv_image *out) {
@@ -210,6 +328,12 @@ fv_status fv_filter_apply(fv_filter *f, const fv_image *in, fv_image *out) {
                "%s: output format %s is not supported (GRAY8, RGB24, BGR24, RGBA32 are)", op,
                fv_pixel_format_name(out->format));
     fv_context *ctx = f->ctx;
+    if (f->engine == FV_FILTER_ENGINE_FUSED) {
+        fv_image i, o;
+        FV_TRY(image_normalize(op, "input", in, &i));
+        FV_TRY(image_normalize(op, "output", out, &o));
+        return ctx->be->filter_fused(ctx, d, f->w, &i, &o);
+    }
     fv_unpack_desc ud = {.absolute = 0, .scale = 1.0f, .bias = 0.0f};
     FV_TRY(fv_image_pack(ctx, in, f->x, NULL));
     FV_TRY(fv_conv2d_forward(f->conv, f->x, f->y));

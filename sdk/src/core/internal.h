@@ -99,6 +99,15 @@ static inline void *fv__tensor_ptr(const fv_tensor *t) {
     return t->dev_data;
 }
 
+/* The fused filter carries each YUV-derived value (not an integer) as two
+ * FP16 numbers, hi + lo, so the GEMM sees it to about 2^-22 (byte values
+ * are exact in one); the weights' rows are duplicated to match. Only where
+ * shared memory allows it (kernels of at most 100 taps); larger kernels
+ * round such values to FP16. */
+static inline int fv__filter_fused_split(fv_pixel_format f, int r, int s) {
+    return (f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY || f == FV_PIXEL_NV12) && r * s <= 100;
+}
+
 /* ---- the backend interface -----------------------------------------------
  * The front end (core/ops.c, core/tensor.c) checks every argument and
  * fills defaults before it calls a backend, so backends may assume valid,
@@ -152,6 +161,39 @@ typedef struct fv__backend {
      * j takes edge channel j, or 0 when m is 1, and base channel j, or 0). */
     fv_status (*edge)(fv_context *ctx, const fv_tensor *in, int pairs, const fv_tensor *base,
                       float base_scale, fv_tensor *out, float scale, float threshold);
+    /* Optional (NULL: none): fv_filter in one pass, in -> out, by the rule of
+     * fovea/filter.h on unscaled byte values (core/filter.c checks the
+     * arguments). d: normalized and checked; w: the B matrix core/filter.c
+     * made (F16, kpad = R*S*C rounded up to 16 rows x 16 columns, row
+     * (r*S + s)*C + c, column = conv output channel); in, out: normalized
+     * (stride, uv, uv_stride filled), the filter's size. No allocation, no
+     * synchronization (capturable). */
+    fv_status (*filter_fused)(fv_context *ctx, const fv_filter_desc *d, const fv_tensor *w,
+                              const fv_image *in, const fv_image *out);
+
+    /* Optional (NULL on the CPU backend): streams, timing events, async
+     * copies and graph capture for fv_pipeline. A NULL stream means the
+     * context's (compute) stream. Created at set-up only. */
+    fv_status (*stream_create)(fv_context *ctx, void **stream);
+    void (*stream_destroy)(fv_context *ctx, void *stream);
+    fv_status (*event_create)(fv_context *ctx, void **event); /* with timing */
+    void (*event_destroy)(fv_context *ctx, void *event);
+    fv_status (*event_record)(fv_context *ctx, void *event, void *stream);
+    /* stream waits (on the device) for event's work */
+    fv_status (*stream_wait)(fv_context *ctx, void *stream, void *event);
+    /* wait 0: FV_OK if the event's work has finished, else FV_ERR_NOT_READY;
+     * wait 1: blocks until it has. */
+    fv_status (*event_done)(fv_context *ctx, void *event, int wait);
+    fv_status (*event_elapsed)(fv_context *ctx, void *start, void *end, float *ms);
+    /* rows x width bytes on stream; dst and src host or device addresses. */
+    fv_status (*copy2d_on)(fv_context *ctx, void *stream, void *dst, size_t dpitch, const void *src,
+                           size_t spitch, size_t width, size_t rows);
+    /* Capture of the work queued on the context's stream between begin and
+     * end into an executable graph; launch replays it on that stream. */
+    fv_status (*graph_begin)(fv_context *ctx);
+    fv_status (*graph_end)(fv_context *ctx, void **graph);
+    fv_status (*graph_launch)(fv_context *ctx, void *graph);
+    void (*graph_destroy)(fv_context *ctx, void *graph);
 } fv__backend;
 
 extern const fv__backend fv__backend_cpu;

@@ -28,7 +28,7 @@ extern "C" {
 typedef struct fv_sink fv_sink;
 
 typedef struct fv_sink_desc {
-    const char *uri; /* required; copied */
+    const char *uri;        /* required; copied */
     int width, height;      /* of every frame written; required */
     fv_pixel_format format; /* GRAY8, RGB24, BGR24 or RGBA32; required */
     double rate;            /* frames per second for video and RTP; 0 means 30 */
@@ -52,7 +52,8 @@ typedef struct fv_sink_info {
 fv_status fv_sink_open(const fv_sink_desc *desc, fv_sink **out);
 
 /* Writes one frame (host memory, the desc's size and format; any stride).
- * timestamp_ns orders frames for video (CLOCK_MONOTONIC, as sources give).
+ * timestamp_ns orders frames for video (CLOCK_MONOTONIC, as sources give);
+ * 0, or a clock advancing less than 1 ms per frame, means frame n / rate.
  * Returns FV_ERR_BAD_PARAM (wrong size/format), FV_ERR_IO (write failed:
  * disk full, peer gone), FV_ERR_END_OF_STREAM (the display window was
  * closed). */

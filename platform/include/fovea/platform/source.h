@@ -27,7 +27,7 @@ extern "C" {
 
 typedef struct fv_source fv_source;
 
-#define FV_FOURCC(a, b, c, d) \
+#define FV_FOURCC(a, b, c, d)                                                                      \
     ((uint32_t)(a) | ((uint32_t)(b) << 8) | ((uint32_t)(c) << 16) | ((uint32_t)(d) << 24))
 
 typedef struct fv_source_desc {
@@ -71,13 +71,13 @@ enum {
 };
 
 typedef struct fv_source_frame {
-    fv_image image;        /* host pixels, stride filled; valid until the next
-                              capture or close */
-    size_t bytes;          /* bytes readable at image.data (both NV12 planes) */
-    int64_t timestamp_ns;  /* when it was captured, CLOCK_MONOTONIC */
-    uint64_t sequence;     /* 0, 1, 2, ... frames delivered */
-    uint64_t dropped;      /* frames lost so far (LATEST, driver sequence gaps) */
-    int buffer_index;      /* user-pointer mode: which user buffer; else -1 */
+    fv_image image;       /* host pixels, stride filled; valid until the next
+                             capture or close */
+    size_t bytes;         /* bytes readable at image.data (both NV12 planes) */
+    int64_t timestamp_ns; /* when it was captured, CLOCK_MONOTONIC */
+    uint64_t sequence;    /* 0, 1, 2, ... frames delivered */
+    uint64_t dropped;     /* frames lost so far (LATEST, driver sequence gaps) */
+    int buffer_index;     /* user-pointer mode: which user buffer; else -1 */
     uint32_t reserved[3];
 } fv_source_frame;
 
@@ -87,8 +87,8 @@ typedef struct fv_source_info {
     char detail[256]; /* e.g. "mmap, 4 buffers, driver vivid" */
     fv_pixel_format format;
     int width, height;
-    double rate;     /* frames per second; 0 unpaced or unknown */
-    int64_t frames;  /* frames in a finite source; -1 unknown or endless */
+    double rate;    /* frames per second; 0 unpaced or unknown */
+    int64_t frames; /* frames in a finite source; -1 unknown or endless */
     uint32_t reserved[8];
 } fv_source_info;
 

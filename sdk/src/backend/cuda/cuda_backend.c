@@ -5,6 +5,7 @@
 #include <string.h>
 #include "cuda_internal.h"
 #include "kernels/elementwise.cuh"
+#include "kernels/filter_fused.cuh"
 
 #ifndef FV_CUDA_ARCHITECTURES
 #define FV_CUDA_ARCHITECTURES "?"
@@ -252,4 +253,18 @@ const fv__backend fv__backend_cuda = {
     .pack = fv__cuda_pack,
     .unpack = fv__cuda_unpack,
     .edge = fv__cuda_edge,
+    .filter_fused = fv__cuda_filter_fused,
+    .stream_create = fv__cuda_stream_create,
+    .stream_destroy = fv__cuda_stream_destroy,
+    .event_create = fv__cuda_event_create,
+    .event_destroy = fv__cuda_event_destroy,
+    .event_record = fv__cuda_event_record,
+    .stream_wait = fv__cuda_stream_wait,
+    .event_done = fv__cuda_event_done,
+    .event_elapsed = fv__cuda_event_elapsed,
+    .copy2d_on = fv__cuda_copy2d_on,
+    .graph_begin = fv__cuda_graph_begin,
+    .graph_end = fv__cuda_graph_end,
+    .graph_launch = fv__cuda_graph_launch,
+    .graph_destroy = fv__cuda_graph_destroy,
 };

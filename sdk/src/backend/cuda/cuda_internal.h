@@ -78,4 +78,22 @@ fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor 
 fv_status fv__cuda_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
 void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out);
 
+
+/* cuda_async.c: fv_pipeline's streams, events, copies and graphs (see the
+ * backend table in core/internal.h). */
+fv_status fv__cuda_stream_create(fv_context *ctx, void **stream);
+void fv__cuda_stream_destroy(fv_context *ctx, void *stream);
+fv_status fv__cuda_event_create(fv_context *ctx, void **event);
+void fv__cuda_event_destroy(fv_context *ctx, void *event);
+fv_status fv__cuda_event_record(fv_context *ctx, void *event, void *stream);
+fv_status fv__cuda_stream_wait(fv_context *ctx, void *stream, void *event);
+fv_status fv__cuda_event_done(fv_context *ctx, void *event, int wait);
+fv_status fv__cuda_event_elapsed(fv_context *ctx, void *start, void *end, float *ms);
+fv_status fv__cuda_copy2d_on(fv_context *ctx, void *stream, void *dst, size_t dpitch,
+                             const void *src, size_t spitch, size_t width, size_t rows);
+fv_status fv__cuda_graph_begin(fv_context *ctx);
+fv_status fv__cuda_graph_end(fv_context *ctx, void **graph);
+fv_status fv__cuda_graph_launch(fv_context *ctx, void *graph);
+void fv__cuda_graph_destroy(fv_context *ctx, void *graph);
+
 #endif

@@ -5,10 +5,12 @@ set(FV_CUDA_SOURCES
   ${_fv_cuda_dir}/cuda_backend.c
   ${_fv_cuda_dir}/cuda_memory.c
   ${_fv_cuda_dir}/cuda_ops.c
+  ${_fv_cuda_dir}/cuda_async.c
   ${_fv_cuda_dir}/kernels/elementwise.cu
   ${_fv_cuda_dir}/kernels/pooling.cu
   ${_fv_cuda_dir}/kernels/pack.cu
   ${_fv_cuda_dir}/kernels/edge.cu
+  ${_fv_cuda_dir}/kernels/filter_fused.cu
 )
 # Convolution: the cuDNN graph-API engine (legacy API fallback) and its epilogue.
 list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/conv_engine.c ${_fv_cuda_dir}/conv_graph.c
@@ -19,5 +21,5 @@ set_source_files_properties(${_fv_cuda_dir}/cuda_backend.c PROPERTIES
   COMPILE_DEFINITIONS "FV_CUDA_ARCHITECTURES=\"${_fv_cuda_archs}\"")
 # Pack/unpack must give the CPU backend's bits: no contraction of a*b+c into
 # an FMA anywhere in that file (pixel_math.h's helpers already avoid it).
-set_source_files_properties(${_fv_cuda_dir}/kernels/pack.cu PROPERTIES
-  COMPILE_OPTIONS "--fmad=false")
+set_source_files_properties(${_fv_cuda_dir}/kernels/pack.cu
+  ${_fv_cuda_dir}/kernels/filter_fused.cu PROPERTIES COMPILE_OPTIONS "--fmad=false")

@@ -1,0 +1,307 @@
+/* Fused filter: one kernel from u8 frame to u8 frame.
+ *
+ * A block (8 warps) makes an output tile of TH x TW = 8 x 64 pixels:
+ *   1. B (the weights, kpad x 16 FP16, <= 22 KB) -> shared memory;
+ *   2. the input tile + halo, (TH + R - 1) x (TW + S - 1) pixels, converted
+ *      by pixel_math.h's rules to values 0..255 and stored as FP16 with the
+ *      channels contiguous (bytes are exact in FP16); zero outside the frame
+ *      (the convolution's zero padding);
+ *   3. warp w takes output row w, 16 pixels at a time (one M = 16 fragment):
+ *      per chunk of 32 k it writes the im2col rows (A[i][k] = tile value at
+ *      the k-th (r, s, c) offset from pixel i; zero past R * S * C) to its
+ *      scratch, then 2 wmma m16n16k16 steps (FP16 in, FP32 accumulate);
+ *   4. the 16 x 16 accumulator goes to the scratch; lanes 0..15 each apply
+ *      edge_math.h's rule to one pixel and write its bytes as unpack does.
+ * Shared memory: kpad * 32 (B) + 8 KB (scratch) + kpad * 4 (im2col offsets)
+ * + tile; 3x3 RGB: 1 + 8 + 0.1 + 3.9 KB; 15x15 RGB: 22 + 8 + 2.8 + 10 KB.
+ * Global traffic: the frame once (plus the halo: (TH+R-1)(TW+S-1)/(TH TW),
+ * 1.29x at 3x3, mostly from L2), the output once, B once per block (L2). */
+#include <string.h>
+#include <mma.h>
+#include "filter_fused.cuh"
+#include "common.cuh"
+#include "../cuda_check.h"
+extern "C" { /* a C header without its own guard: fv__cuda_bind has C linkage */
+#include "../cuda_internal.h"
+}
+#include "../../edge_math.h"
+
+using namespace nvcuda;
+
+namespace {
+const int TW = 64, TH = 8; /* output tile: TH rows (one per warp) x TW columns */
+const int WARPS = TH, THREADS = 32 * WARPS;
+const int KC = 32;               /* k per im2col chunk: two mma steps */
+const int SCRATCH = 16 * KC * 2; /* bytes per warp: A chunk (16 x KC FP16) or C (16 x 16 FP32) */
+static_assert(SCRATCH >= 16 * FV__FUSED_N * 4, "scratch holds the accumulator tile");
+const size_t SMEM_LIMIT = 48 * 1024; /* no opt-in attribute: launch stays a plain launch */
+} // namespace
+
+/* The pixel's values (channels a.in_c) before pack's scale: as pack.cu. */
+static __device__ __forceinline__ void read_pixel(const fv__cuda_filter_args &a, int x, int y,
+                                                  float v[3]) {
+    const unsigned char *row = a.in + (size_t)y * a.in_stride;
+    float r, g, b, yy, u, w;
+    switch (a.in_format) {
+    case FV_PIXEL_GRAY8:
+        v[0] = row[x];
+        return;
+    case FV_PIXEL_RGB24:
+        r = row[3 * x], g = row[3 * x + 1], b = row[3 * x + 2];
+        break;
+    case FV_PIXEL_BGR24:
+        b = row[3 * x], g = row[3 * x + 1], r = row[3 * x + 2];
+        break;
+    case FV_PIXEL_RGBA32:
+        r = row[4 * x], g = row[4 * x + 1], b = row[4 * x + 2];
+        break;
+    case FV_PIXEL_YUYV: {
+        const unsigned char *pair = row + (size_t)(x & ~1) * 2; /* Y0 U Y1 V */
+        yy = pair[(x & 1) * 2], u = pair[1], w = pair[3];
+        goto yuv;
+    }
+    case FV_PIXEL_UYVY: {
+        const unsigned char *pair = row + (size_t)(x & ~1) * 2; /* U Y0 V Y1 */
+        yy = pair[1 + (x & 1) * 2], u = pair[0], w = pair[2];
+        goto yuv;
+    }
+    case FV_PIXEL_NV12: {
+        const unsigned char *uv = a.uv + (size_t)(y / 2) * a.uv_stride + (size_t)(x & ~1);
+        yy = row[x], u = uv[0], w = uv[1];
+        goto yuv;
+    }
+    default:
+        v[0] = v[1] = v[2] = 0.0f;
+        return;
+    }
+    if (a.in_c == 1)
+        v[0] = fv__rgb_to_gray(r, g, b);
+    else
+        v[0] = r, v[1] = g, v[2] = b;
+    return;
+yuv:
+    if (a.in_c == 1)
+        v[0] = yy;
+    else
+        fv__yuv_to_rgb(yy, u, w, &v[0], &v[1], &v[2]);
+}
+
+/* Edge step and unpack of one pixel: g, the conv outputs; px, its input
+ * values (FP16, in_c channels) for the overlay. */
+static __device__ __forceinline__ void write_pixel(const fv__cuda_filter_args &a, const float *g,
+                                                   const __half *px, int x, int y) {
+    const int gs = a.pairs ? 2 : 1;
+    float o[3] = {0.0f, 0.0f, 0.0f}; /* fixed indices: registers, not a stack frame */
+#pragma unroll
+    for (int j = 0; j < 3; j++) {
+        if (j >= a.out_c) break;
+        const int e = a.m == 1 ? 0 : j;
+        o[j] =
+            fv__edge_value(g[e * gs], a.pairs ? g[e * gs + 1] : 0.0f, a.pairs, a.gain, a.threshold);
+        if (a.overlay) {
+            const int c = (a.in_c == 1 ? 0 : j) << a.split;
+            const float v = __half2float(px[c]) + (a.split ? __half2float(px[c + 1]) : 0.0f);
+            o[j] = fv__edge_overlay(o[j], v, 1.0f);
+        }
+    }
+    if (a.out_c < 3) o[1] = o[2] = o[0];
+    unsigned char *row = a.out + (size_t)y * a.out_stride;
+    switch (a.out_format) {
+    case FV_PIXEL_GRAY8:
+        row[x] = fv__unpack_byte(a.out_c >= 3 ? fv__mean3(o[0], o[1], o[2]) : o[0], 1.0f, 0.0f);
+        break;
+    case FV_PIXEL_RGB24:
+    case FV_PIXEL_BGR24: {
+        unsigned char *p = row + 3 * (size_t)x;
+        const int rev = a.out_format == FV_PIXEL_BGR24;
+        for (int c = 0; c < 3; c++)
+            p[rev ? 2 - c : c] = fv__unpack_byte(o[c], 1.0f, 0.0f);
+        break;
+    }
+    case FV_PIXEL_RGBA32: {
+        uchar4 q;
+        q.x = fv__unpack_byte(o[0], 1.0f, 0.0f);
+        q.y = fv__unpack_byte(o[1], 1.0f, 0.0f);
+        q.z = fv__unpack_byte(o[2], 1.0f, 0.0f);
+        q.w = 255;
+        unsigned char *p = row + 4 * (size_t)x;
+        if ((uintptr_t)p % 4 == 0)
+            *(uchar4 *)p = q;
+        else
+            p[0] = q.x, p[1] = q.y, p[2] = q.z, p[3] = q.w;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static __global__ void __launch_bounds__(THREADS) filter_fused_kernel(fv__cuda_filter_args a) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int C = a.in_c << a.split, pr = (a.r - 1) / 2, ps = (a.s - 1) / 2;
+    const int tile_w = TW + a.s - 1, tile_h = TH + a.r - 1;
+    __half *bs = (__half *)smem;
+    unsigned char *scratch = smem + (size_t)a.kpad * FV__FUSED_N * sizeof(__half);
+    int *off = (int *)(scratch + WARPS * SCRATCH);
+    __half *tile = (__half *)(off + a.kpad);
+    const int x0 = blockIdx.x * TW, y0 = blockIdx.y * TH, tid = threadIdx.x;
+
+    const uint4 *wg = (const uint4 *)a.w;
+    for (int i = tid; i < a.kpad * FV__FUSED_N / 8; i += THREADS)
+        ((uint4 *)bs)[i] = wg[i];
+    const int rsc = a.r * a.s * C;
+    for (int k = tid; k < a.kpad; k += THREADS) {
+        int c = k % C, rs = k / C;
+        off[k] = k < rsc ? ((rs / a.s) * tile_w + rs % a.s) * C + c : -1;
+    }
+    for (int i = tid; i < tile_h * tile_w; i += THREADS) {
+        const int row = i / tile_w, col = i - row * tile_w;
+        const int gy = y0 - pr + row, gx = x0 - ps + col;
+        float v[3] = {0.0f, 0.0f, 0.0f};
+        if (gy >= 0 && gy < a.height && gx >= 0 && gx < a.width) read_pixel(a, gx, gy, v);
+        __half *t = tile + (size_t)i * C;
+        if (a.split) {
+#pragma unroll
+            for (int c = 0; c < 3; c++) {
+                const __half hi = __float2half_rn(v[c]);
+                t[2 * c] = hi;
+                t[2 * c + 1] = __float2half_rn(v[c] - __half2float(hi)); /* exact difference */
+            }
+        } else {
+#pragma unroll
+            for (int c = 0; c < 3; c++)
+                if (c < C) t[c] = __float2half_rn(v[c]);
+        }
+    }
+    __syncthreads();
+
+    const int warp = tid >> 5, lane = tid & 31, ty = warp, y = y0 + ty;
+    if (y >= a.height) return; /* no block-wide barrier follows */
+    __half *as = (__half *)(scratch + warp * SCRATCH);
+    float *cs = (float *)as;
+    const __half zero = __float2half_rn(0.0f);
+    for (int tx0 = 0; tx0 < TW && x0 + tx0 < a.width; tx0 += 16) {
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        wmma::fill_fragment(acc, 0.0f);
+        const __half *src = tile + ((size_t)ty * tile_w + tx0) * C;
+        for (int k0 = 0; k0 < a.kpad; k0 += KC) {
+            const int k = k0 + lane;
+            const int o = k < a.kpad ? off[k] : -1;
+            __syncwarp(); /* the previous chunk (or accumulator tile) is read */
+#pragma unroll
+            for (int i = 0; i < 16; i++)
+                as[i * KC + lane] = o >= 0 ? src[i * C + o] : zero;
+            __syncwarp();
+            const int steps = a.kpad - k0 >= KC ? KC / 16 : 1;
+            for (int st = 0; st < steps; st++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
+                wmma::load_matrix_sync(fa, as + st * 16, KC);
+                wmma::load_matrix_sync(fb, bs + (size_t)(k0 + st * 16) * FV__FUSED_N, FV__FUSED_N);
+                wmma::mma_sync(acc, fa, fb, acc);
+            }
+        }
+        __syncwarp();
+        wmma::store_matrix_sync(cs, acc, FV__FUSED_N, wmma::mem_row_major);
+        __syncwarp();
+        const int x = x0 + tx0 + lane;
+        if (lane < 16 && x < a.width)
+            write_pixel(a, cs + lane * FV__FUSED_N,
+                        tile + ((size_t)(ty + pr) * tile_w + tx0 + lane + ps) * C, x, y);
+    }
+}
+
+static size_t smem_bytes(const fv__cuda_filter_args *a) {
+    size_t tile =
+        (size_t)(TH + a->r - 1) * (TW + a->s - 1) * (size_t)(a->in_c << a->split) * sizeof(__half);
+    return (size_t)a->kpad * FV__FUSED_N * sizeof(__half) + (size_t)WARPS * SCRATCH +
+           (size_t)a->kpad * sizeof(int) + tile;
+}
+
+static size_t bytes_per_pixel(fv_pixel_format f) {
+    switch (f) {
+    case FV_PIXEL_GRAY8:
+    case FV_PIXEL_NV12:
+        return 1;
+    case FV_PIXEL_YUYV:
+    case FV_PIXEL_UYVY:
+        return 2;
+    case FV_PIXEL_RGB24:
+    case FV_PIXEL_BGR24:
+        return 3;
+    case FV_PIXEL_RGBA32:
+        return 4;
+    default:
+        return 0;
+    }
+}
+
+extern "C" fv_status fv__cuda_filter_fused_launch(cudaStream_t s, const fv__cuda_filter_args *a) {
+    FV_REQUIRE(a && a->in && a->out && a->w && (uintptr_t)a->w % 16 == 0 && a->width >= 1 &&
+                   a->height >= 1 && bytes_per_pixel(a->in_format) != 0 &&
+                   a->in_stride >= (size_t)a->width * bytes_per_pixel(a->in_format) &&
+                   (a->in_format != FV_PIXEL_NV12 ||
+                    (a->uv && a->uv_stride >= (size_t)a->width && a->height % 2 == 0)) &&
+                   ((a->in_format != FV_PIXEL_YUYV && a->in_format != FV_PIXEL_UYVY &&
+                     a->in_format != FV_PIXEL_NV12) ||
+                    a->width % 2 == 0),
+               FV_ERR_INTERNAL, "filter_fused kernel: bad input arguments");
+    FV_REQUIRE((a->out_format == FV_PIXEL_GRAY8 || a->out_format == FV_PIXEL_RGB24 ||
+                a->out_format == FV_PIXEL_BGR24 || a->out_format == FV_PIXEL_RGBA32) &&
+                   a->out_stride >= (size_t)a->width * bytes_per_pixel(a->out_format),
+               FV_ERR_INTERNAL, "filter_fused kernel: bad output arguments");
+    FV_REQUIRE((a->in_c == 1 || a->in_c == 3) && (a->m == 1 || a->m == a->in_c) &&
+                   (a->out_c == 1 || a->out_c == 3) && (a->m == 1 || a->out_c == a->m) &&
+                   (a->out_c == 1 || a->in_c == 3) && a->m * (a->pairs ? 2 : 1) <= FV__FUSED_N &&
+                   a->r >= 1 && a->r <= FV_FILTER_MAX_KERNEL && a->r % 2 == 1 && a->s >= 1 &&
+                   a->s <= FV_FILTER_MAX_KERNEL && a->s % 2 == 1 &&
+                   (a->split == 0 || (a->split == 1 && a->in_c == 3)) &&
+                   a->kpad == FV_ROUND_UP(a->r * a->s * (a->in_c << a->split), 16),
+               FV_ERR_INTERNAL,
+               "filter_fused kernel: bad shape (in_c %d, m %d, out_c %d, pairs %d, %dx%d, "
+               "kpad %d)",
+               a->in_c, a->m, a->out_c, a->pairs, a->r, a->s, a->kpad);
+    const size_t smem = smem_bytes(a);
+    FV_REQUIRE(smem <= SMEM_LIMIT, FV_ERR_INTERNAL,
+               "filter_fused kernel: %zu bytes of shared memory (at most %zu)", smem, SMEM_LIMIT);
+    dim3 grid((unsigned)((a->width + TW - 1) / TW), (unsigned)((a->height + TH - 1) / TH));
+    FV_REQUIRE(grid.y <= 65535, FV_ERR_NOT_SUPPORTED,
+               "filter_fused kernel: height %d is too large (at most %d)", a->height, 65535 * TH);
+    filter_fused_kernel<<<grid, THREADS, smem, s>>>(*a);
+    FV_CUDA_TRY(cudaGetLastError());
+    return FV_OK;
+}
+
+extern "C" fv_status fv__cuda_filter_fused(fv_context *ctx, const fv_filter_desc *d,
+                                           const fv_tensor *w, const fv_image *in,
+                                           const fv_image *out) {
+    FV_TRY(fv__cuda_bind(ctx));
+    const int in_c = d->format == FV_PIXEL_GRAY8 ? 1 : 3;
+    const int m = d->output == FV_FILTER_OUT_COLOR ? in_c : 1;
+    const int custom = d->kind == FV_FILTER_CUSTOM;
+    fv__cuda_filter_args a;
+    memset(&a, 0, sizeof a);
+    a.width = in->width, a.height = in->height;
+    a.in_format = in->format;
+    a.in = (const unsigned char *)in->data;
+    a.in_stride = in->stride;
+    a.uv = (const unsigned char *)in->uv;
+    a.uv_stride = in->uv_stride;
+    a.out_format = out->format;
+    a.out = (unsigned char *)out->data;
+    a.out_stride = out->stride;
+    a.in_c = in_c;
+    a.m = m;
+    a.pairs =
+        d->kind == FV_FILTER_SOBEL || d->kind == FV_FILTER_SCHARR || d->kind == FV_FILTER_PREWITT;
+    a.out_c = d->overlay && in_c > m ? in_c : m;
+    a.r = custom ? d->kernel_rows : 3;
+    a.s = custom ? d->kernel_cols : 3;
+    a.w = fv__tensor_ptr(w);
+    a.gain = d->gain, a.threshold = d->threshold;
+    a.overlay = d->overlay;
+    a.split = fv__filter_fused_split(in->format, a.r, a.s);
+    a.kpad = FV_ROUND_UP(a.r * a.s * (in_c << a.split), 16);
+    fv_status st = fv__cuda_filter_fused_launch(fv__cuda_stream(ctx), &a);
+    return st == FV_OK ? st : fv__error_prefix(st, "filter (fused)");
+}

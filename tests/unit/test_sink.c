@@ -1,0 +1,261 @@
+/* Sinks (platform): numbered and single image files (file://), null://, the
+ * dispatcher's checks on open and on write. Files go to a mkdtemp directory
+ * and are read back with fv_image_file_load. */
+#include "fv_test.h"
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "fovea/platform/image_io.h"
+#include "fovea/platform/sink.h"
+
+static char tmp_dir[256];
+
+static const char *tmp_path(const char *name) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp_dir, name);
+    return buf[k];
+}
+
+enum { W = 40, H = 30 };
+
+/* A smooth RGB24 frame that differs with n (JPEG keeps smooth images well). */
+static void make_frame(unsigned char *p, int n) {
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) {
+            unsigned char *q = p + ((size_t)y * W + x) * 3;
+            q[0] = (unsigned char)(4 * x + 20 * n), q[1] = (unsigned char)(6 * y), q[2] = 128;
+        }
+}
+
+static fv_sink *open_sink(const char *uri, fv_pixel_format f) {
+    fv_sink *s = NULL;
+    FV_ASSERT_OK(
+        fv_sink_open(&(fv_sink_desc){.uri = uri, .width = W, .height = H, .format = f}, &s));
+    assert_non_null(s);
+    return s;
+}
+
+static int max_diff(const unsigned char *a, const unsigned char *b, size_t n) {
+    int worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d = abs((int)a[i] - (int)b[i]);
+        if (d > worst) worst = d;
+    }
+    return worst;
+}
+
+static void numbered_png(void **state) {
+    (void)state;
+    char uri[600];
+    snprintf(uri, sizeof uri, "file://%s", tmp_path("out_%04d.png"));
+    fv_sink *s = open_sink(uri, FV_PIXEL_RGB24);
+    fv_sink_info info;
+    FV_ASSERT_OK(fv_sink_info_get(s, &info));
+    assert_string_equal(info.kind, "images");
+    assert_string_equal(info.name, tmp_path("out_%04d.png"));
+    assert_string_equal(info.detail, "PNG");
+    assert_int_equal(info.frames, 0);
+    unsigned char px[3][W * H * 3];
+    for (int n = 0; n < 3; n++) {
+        make_frame(px[n], n);
+        fv_image img = {FV_PIXEL_RGB24, W, H, 0, px[n], NULL, 0};
+        FV_ASSERT_OK(fv_sink_write(s, &img, n * 1000000));
+    }
+    FV_ASSERT_OK(fv_sink_info_get(s, &info));
+    assert_int_equal(info.frames, 3);
+    FV_ASSERT_OK(fv_sink_close(s));
+    for (int n = 0; n < 3; n++) {
+        char name[64];
+        snprintf(name, sizeof name, "out_%04d.png", n);
+        fv_host_image back;
+        FV_ASSERT_OK(fv_image_file_load(tmp_path(name), FV_PIXEL_RGB24, &back));
+        assert_int_equal(back.width, W);
+        assert_int_equal(back.height, H);
+        assert_memory_equal(back.data, px[n], sizeof px[n]);
+        fv_host_image_free(&back);
+        assert_int_equal(unlink(tmp_path(name)), 0);
+    }
+    assert_int_not_equal(access(tmp_path("out_0003.png"), F_OK), 0);
+}
+
+static void strided_gray_png(void **state) {
+    (void)state;
+    /* A GRAY8 frame with padding at the end of each row. */
+    enum { STRIDE = W + 8 };
+    unsigned char g[H * STRIDE];
+    for (int i = 0; i < H * STRIDE; i++)
+        g[i] = (unsigned char)(i * 7);
+    fv_sink *s = open_sink(tmp_path("grey.PNG"), FV_PIXEL_GRAY8);
+    FV_ASSERT_OK(fv_sink_write(s, &(fv_image){FV_PIXEL_GRAY8, W, H, STRIDE, g, NULL, 0}, 0));
+    FV_ASSERT_OK(fv_sink_close(s));
+    fv_host_image back;
+    FV_ASSERT_OK(fv_image_file_load(tmp_path("grey.PNG"), 0, &back));
+    assert_int_equal(back.format, FV_PIXEL_GRAY8);
+    for (int y = 0; y < H; y++)
+        assert_memory_equal((unsigned char *)back.data + y * W, g + y * STRIDE, W);
+    fv_host_image_free(&back);
+    unlink(tmp_path("grey.PNG"));
+}
+
+static void single_jpeg(void **state) {
+    (void)state;
+    fv_sink *s = open_sink(tmp_path("still.jpeg"), FV_PIXEL_BGR24);
+    fv_sink_info info;
+    FV_ASSERT_OK(fv_sink_info_get(s, &info));
+    assert_string_equal(info.kind, "image");
+    assert_string_equal(info.detail, "JPEG q90");
+    unsigned char rgb[W * H * 3], bgr[W * H * 3];
+    for (int n = 0; n < 2; n++) {
+        make_frame(rgb, n);
+        for (int i = 0; i < W * H; i++)
+            bgr[3 * i] = rgb[3 * i + 2], bgr[3 * i + 1] = rgb[3 * i + 1],
+                    bgr[3 * i + 2] = rgb[3 * i];
+        FV_ASSERT_OK(fv_sink_write(s, &(fv_image){FV_PIXEL_BGR24, W, H, 0, bgr, NULL, 0}, 0));
+        /* The one file holds the latest frame (quality 90: within 24 of
+         * every byte on this smooth image). */
+        fv_host_image back;
+        FV_ASSERT_OK(fv_image_file_load(tmp_path("still.jpeg"), FV_PIXEL_RGB24, &back));
+        int worst = max_diff(back.data, rgb, sizeof rgb);
+        if (worst > 24) fail_msg("frame %d: JPEG differs by %d", n, worst);
+        fv_host_image_free(&back);
+    }
+    FV_ASSERT_OK(fv_sink_info_get(s, &info));
+    assert_int_equal(info.frames, 2);
+    FV_ASSERT_OK(fv_sink_close(s));
+    /* Only that file: no numbered or temporary files beside it. */
+    DIR *d = opendir(tmp_dir);
+    assert_non_null(d);
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') files++;
+    closedir(d);
+    assert_int_equal(files, 1);
+    unlink(tmp_path("still.jpeg"));
+}
+
+static void null_sink(void **state) {
+    (void)state;
+    fv_sink *s = open_sink("null://", FV_PIXEL_RGBA32);
+    fv_sink_info info;
+    FV_ASSERT_OK(fv_sink_info_get(s, &info));
+    assert_string_equal(info.kind, "null");
+    unsigned char px[W * H * 4] = {0};
+    for (int i = 0; i < 5; i++)
+        FV_ASSERT_OK(fv_sink_write(s, &(fv_image){FV_PIXEL_RGBA32, W, H, 0, px, NULL, 0}, i));
+    FV_ASSERT_OK(fv_sink_info_get(s, &info));
+    assert_int_equal(info.frames, 5);
+    FV_ASSERT_STATUS(fv_sink_write(s, &(fv_image){FV_PIXEL_RGB24, W, H, 0, px, NULL, 0}, 0),
+                     FV_ERR_BAD_PARAM, "but the sink takes 40x30 RGBA32");
+    FV_ASSERT_OK(fv_sink_info_get(s, &info));
+    assert_int_equal(info.frames, 5); /* a refused frame does not count */
+    FV_ASSERT_OK(fv_sink_close(s));
+    assert_int_equal(fv_sink_close(NULL), FV_OK);
+}
+
+static void open_errors(void **state) {
+    (void)state;
+    fv_sink *s = (fv_sink *)0x1;
+    FV_ASSERT_STATUS(fv_sink_open(NULL, &s), FV_ERR_BAD_PARAM, "desc is NULL");
+    assert_null(s);
+    fv_sink_desc d = {
+        .uri = tmp_path("out.bmp"), .width = W, .height = H, .format = FV_PIXEL_RGB24};
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_BAD_PARAM, ".png, .jpg, .jpeg");
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_BAD_PARAM, ".mp4");
+    d.uri = tmp_path("noext");
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_BAD_PARAM, "not supported");
+    d.uri = "/nonexistent_fv_dir/out_%03d.png";
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_IO, "/nonexistent_fv_dir");
+    d.uri = tmp_path("a_%d_%d.png");
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_BAD_PARAM, "one %d conversion");
+    d.uri = "mars://x";
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_BAD_PARAM, "unknown scheme");
+    d.uri = "";
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_BAD_PARAM, "uri is NULL or empty");
+    d = (fv_sink_desc){.uri = "null://", .width = 0, .height = H, .format = FV_PIXEL_RGB24};
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_BAD_PARAM, "size 0x30");
+    d = (fv_sink_desc){.uri = "null://", .width = W, .height = H, .format = FV_PIXEL_NV12};
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_BAD_PARAM, "NV12");
+    d = (fv_sink_desc){
+        .uri = "null://", .width = W, .height = H, .format = FV_PIXEL_RGB24, .reserved = {1}};
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_BAD_PARAM, "reserved[0]");
+    assert_null(s);
+    /* A directory that is a file. */
+    const char *file = tmp_path("plain");
+    FILE *fh = fopen(file, "w");
+    assert_non_null(fh);
+    fclose(fh);
+    char uri[600];
+    snprintf(uri, sizeof uri, "%s/x.png", file);
+    d = (fv_sink_desc){.uri = uri, .width = W, .height = H, .format = FV_PIXEL_RGB24};
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_IO, "not a directory");
+    unlink(file);
+}
+
+static void write_errors(void **state) {
+    (void)state;
+    fv_sink *s = open_sink(tmp_path("w_%02d.png"), FV_PIXEL_RGB24);
+    unsigned char px[(W + 2) * (H + 2) * 4] = {0};
+    FV_ASSERT_STATUS(fv_sink_write(s, &(fv_image){FV_PIXEL_RGB24, W + 2, H, 0, px, NULL, 0}, 0),
+                     FV_ERR_BAD_PARAM, "frame 42x30 RGB24");
+    FV_ASSERT_STATUS(fv_sink_write(s, &(fv_image){FV_PIXEL_GRAY8, W, H, 0, px, NULL, 0}, 0),
+                     FV_ERR_BAD_PARAM, "GRAY8");
+    FV_ASSERT_STATUS(fv_sink_write(s, &(fv_image){FV_PIXEL_RGB24, W, H, 0, NULL, NULL, 0}, 0),
+                     FV_ERR_BAD_PARAM, "data is NULL");
+    FV_ASSERT_STATUS(fv_sink_write(s, NULL, 0), FV_ERR_BAD_PARAM, "frame is NULL");
+    fv_sink_info info;
+    FV_ASSERT_OK(fv_sink_info_get(s, &info));
+    assert_int_equal(info.frames, 0);
+    /* The directory vanishing after open: FV_ERR_IO naming the file. */
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s", tmp_path("sub"));
+    assert_int_equal(mkdir(sub, 0700), 0);
+    char pattern[700];
+    snprintf(pattern, sizeof pattern, "%s/f_%%d.png", sub);
+    fv_sink *gone = open_sink(pattern, FV_PIXEL_RGB24);
+    assert_int_equal(rmdir(sub), 0);
+    FV_ASSERT_STATUS(fv_sink_write(gone, &(fv_image){FV_PIXEL_RGB24, W, H, 0, px, NULL, 0}, 0),
+                     FV_ERR_IO, "f_0.png");
+    FV_ASSERT_OK(fv_sink_close(gone));
+    FV_ASSERT_OK(fv_sink_close(s));
+}
+
+static void remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int group_setup(void **state) {
+    (void)state;
+    const char *base = getenv("TMPDIR");
+    snprintf(tmp_dir, sizeof tmp_dir, "%s/fv_sink_XXXXXX", base && *base ? base : "/tmp");
+    return mkdtemp(tmp_dir) ? 0 : -1;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    remove_tree(tmp_dir);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(numbered_png), cmocka_unit_test(strided_gray_png),
+        cmocka_unit_test(single_jpeg),  cmocka_unit_test(null_sink),
+        cmocka_unit_test(open_errors),  cmocka_unit_test(write_errors),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
