@@ -29,9 +29,12 @@ and with all threads.
 
 Before any timing, each peer's output on fovea's photo frame (dumped by
 fovea-bench) is compared with fovea's output: RGB24 input, both peers: every
-byte within 2 levels and at most 1% differ; YUYV: PyTorch the same, OpenCV
-(which rounds its YUV->RGB conversion to bytes, scaled by up to 24 by the
-filter) at most 2% of bytes more than 8 levels apart. A peer that fails is not timed.
+byte within 2 levels and at most 1% differ; YUYV: PyTorch within 4 levels
+(the bound fovea-bench allows between fovea's own engines: the converted
+values are rounded to FP16 at different points); OpenCV rounds its YUV->RGB
+conversion to bytes, which the filter scales by up to 24, so its conversion
+is checked against fovea's formula instead (within 2 levels) and the edge
+difference is printed. A peer that fails is not timed.
 
 Prints one table with the targets (PASS/MISS):
   fovea e2e >= 3x PyTorch (the faster loop) at 1080p RGB
@@ -108,9 +111,12 @@ def agreement(np, got, want):
             "over2_frac": float((d > 2).mean()), "over8_frac": float((d > 8).mean())}
 
 
-def check_ok(a, loose):
-    if loose:
-        return a["over8_frac"] <= 0.02
+def check_ok(a, yuyv):
+    """RGB: within 2 levels, at most 1% differ. YUYV: within 4 levels, the bound
+    fovea-bench edge allows between fovea's own two engines (both sides round the
+    non-integer converted values to FP16 at different points)."""
+    if yuyv:
+        return a["max_abs_diff"] <= 4
     return a["max_abs_diff"] <= 2 and a["differ_frac"] <= 0.01
 
 
@@ -160,10 +166,11 @@ def torch_case(torch, np, case, fovea, args, dump_in, dump_out):
         got = te.edge(x).cpu().numpy()
         want = np.fromfile(dump_out, dtype=np.uint8).reshape(h, w, 3)
         a = agreement(np, got, want)
-        a["pass"] = check_ok(a, False)
+        a["pass"] = check_ok(a, yuyv)
         res["check"] = a
-        print(f"  PyTorch vs fovea on the photo: max |diff| {a['max_abs_diff']}, "
-              f"{100 * a['differ_frac']:.3f}% differ: {'ok' if a['pass'] else 'MISMATCH'}")
+        print(f"  PyTorch vs fovea on the photo: max |diff| {a['max_abs_diff']} "
+              f"(<= {4 if yuyv else 2}), {100 * a['differ_frac']:.3f}% differ"
+              f"{'' if yuyv else ' (<= 1%)'}: {'ok' if a['pass'] else 'MISMATCH'}")
         if not a["pass"]:
             res["why"] = "output differs from fovea's on the photo: not timed"
             return res
@@ -244,6 +251,21 @@ def torch_case(torch, np, case, fovea, args, dump_in, dump_out):
 
 
 # ---- OpenCV ---------------------------------------------------------------------
+def yuyv_rgb_fovea(np, frame):
+    """fovea's YUYV -> RGB (pixel_math.h, float32), rounded to bytes: H x W x 3."""
+    h, w2 = frame.shape[0], frame.shape[1] * frame.shape[2] // 2
+    q = frame.reshape(h, w2 // 2, 4).astype(np.float32)
+    y = q[..., 0::2]
+    u = q[..., 1:2] - np.float32(128)
+    v = q[..., 3:4] - np.float32(128)
+    c = (y - np.float32(16)) * np.float32(1.164)
+    r = np.clip(c + np.float32(1.596) * v, 0, 255)
+    g = np.clip((c + np.float32(-0.392) * u) + np.float32(-0.813) * v, 0, 255)
+    b = np.clip(c + np.float32(2.017) * u, 0, 255)
+    rgb = np.stack((r, g, b), axis=-1).reshape(h, w2, 3)
+    return np.floor(rgb + np.float32(0.5)).astype(np.uint8)
+
+
 def cv_case(cv2, np, case, args, dump_in, dump_out):
     w, h = case["width"], case["height"]
     yuyv = case["format"] == "YUYV"
@@ -265,11 +287,21 @@ def cv_case(cv2, np, case, args, dump_in, dump_out):
     photo = np.fromfile(dump_in, dtype=np.uint8).reshape(shape)
     want = np.fromfile(dump_out, dtype=np.uint8).reshape(h, w, 3)
     a = agreement(np, edge(photo), want)
-    a["pass"] = check_ok(a, yuyv)
+    a["pass"] = check_ok(a, False)
+    if yuyv:
+        # OpenCV rounds its YUV->RGB conversion to bytes, which the filter scales
+        # by up to 24: check the conversion against fovea's formula instead, and
+        # the filter on the RGB rows
+        conv = agreement(np, cv2.cvtColor(photo, cv2.COLOR_YUV2RGB_YUY2),
+                         yuyv_rgb_fovea(np, photo))
+        a["conversion"] = conv
+        a["pass"] = conv["max_abs_diff"] <= 2
+        print(f"  OpenCV YUY2->RGB vs fovea's conversion (rounded): max |diff| "
+              f"{conv['max_abs_diff']} (<= 2), {100 * conv['differ_frac']:.3f}% differ")
     res["check"] = a
     print(f"  OpenCV vs fovea on the photo: max |diff| {a['max_abs_diff']}, "
           f"{100 * a['differ_frac']:.3f}% differ, {100 * a['over8_frac']:.3f}% by more than 8"
-          f"{' (YUYV: its conversion rounds to bytes)' if yuyv else ''}: "
+          f"{' (YUYV: information; the conversion is what is checked)' if yuyv else ''}: "
           f"{'ok' if a['pass'] else 'MISMATCH'}")
     if not a["pass"]:
         res["why"] = "output differs from fovea's on the photo: not timed"
@@ -293,7 +325,16 @@ def cv_case(cv2, np, case, args, dump_in, dump_out):
 
 # ---- the table --------------------------------------------------------------------
 def fmt(x, spec):
-    return format(x, spec) if isinstance(x, (int, float)) and math.isfinite(x) else "n/a"
+    if isinstance(x, (int, float)) and math.isfinite(x):
+        return format(x, spec)
+    width = "".join(ch for ch in spec.split(".")[0] if ch.isdigit())
+    return "n/a".rjust(int(width) if width else 0)
+
+
+def num(x):
+    if x is None:
+        return "n/a"
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def main():
@@ -412,6 +453,9 @@ def main():
           f"{fmt(row['torch_gpu_ms'], '9.4f')} {fmt(row['opencv_ms_1thread'], '8.2f')} "
           f"{fmt(row['opencv_ms_all'], '8.2f')}")
     for case, tr, cr in rows:
+        if tr.get("e2e_fps_plain"):
+            p(f"  {case['label']} PyTorch e2e loops: plain {tr['e2e_fps_plain']:.0f} fps, "
+              f"3 streams {tr['e2e_fps_streams3']:.0f} fps")
         for name, r in (("PyTorch", tr), ("OpenCV", cr)):
             if r.get("why") and r["why"] != "skipped":
                 p(f"  {case['label']} {name}: {r['why']}")
@@ -423,16 +467,24 @@ def main():
 
     def target(name, value, ok, note=""):
         targets.append({"target": name, "value": value, "pass": ok})
-        p(f"  {name:<52} {fmt(value, '.3g') if value is not None else 'n/a':>9}  {mark(ok)}"
+        p(f"  {name:<58} {num(value):>9}  {mark(ok)}"
           f"{'  ' + note if note else ''}")
     p("targets:")
     by = {r["case"]: r for r in out_rows}
     r = by.get("1080p RGB")
     if r:
         v = r["fovea_over_torch"]
-        target("fovea e2e / PyTorch e2e at 1080p RGB >= 3", v, None if v is None else v >= 3.0,
-               f"(PyTorch {fmt(r['torch_e2e_fps'], '.0f')} fps, {r['torch_e2e_loop']} loop; "
-               f"the issue: {ISSUE_TORCH['e2e_fps_1080p']:.0f} fps)")
+        t = r["torch"]
+        bound = r["floor_fps"] / r["torch_e2e_fps"] if r["torch_e2e_fps"] else None
+        target("fovea e2e / PyTorch e2e (faster loop) at 1080p RGB >= 3", v,
+               None if v is None else v >= 3.0,
+               f"(PyTorch {num(r['torch_e2e_fps'])} fps, {r['torch_e2e_loop']} loop; the most "
+               f"any copying pipeline can reach is floor/PyTorch = {num(bound)})")
+        if t.get("e2e_fps_plain"):
+            target("  the same against PyTorch's plain loop (informative)",
+                   r["fovea_e2e_fps"] / t["e2e_fps_plain"], None,
+                   f"(plain loop {num(t['e2e_fps_plain'])} fps; the issue measured "
+                   f"{ISSUE_TORCH['e2e_fps_1080p']:.0f} fps)")
     for r in out_rows:
         v = r["fovea_over_floor"]
         target(f"{r['case']}: copy floor / fovea e2e <= 1.5", None if not v else 1 / v,
@@ -451,8 +503,8 @@ def main():
     for case in fovea["cases"]:
         if case.get("alloc"):
             a = case["alloc"]
-            target(f"{case['label']}: allocation counters unchanged over {a['frames']} frames",
-                   None, bool(a["pass"]))
+            target(f"{case['label']}: allocation counters unchanged (frames)", a["frames"],
+                   bool(a["pass"]))
     p("(fv/floor near 1 means the pipeline runs at the PCIe copy limit; fused = engine AUTO)")
     p("RESULT: " + ("FAILED (a run or a check failed: see above)" if failed else
                     "all runs and checks passed"))

@@ -15,10 +15,9 @@
  *   CONV (cuDNN): v / 255 rounded to FP16 (relative 2^-11), the convolution
  *     rounded to FP16 (2^-11): A * 2^-10; custom weights rounded to FP16
  *     add A * 2^-11 (built-in kernels are small integers, exact);
- *   FUSED: bytes exact in FP16; YUV-converted values carried as FP16 hi + lo
- *     (about 2^-22; rounded to FP16, 2^-11, for kernels over 100 taps); FP32
- *     accumulation of at most 1350 products (< 2^-13 relative to A); custom
- *     weights A * 2^-11;
+ *   FUSED: bytes exact in FP16; YUV-converted values rounded to FP16
+ *     (2^-11): A * 2^-11; FP32 accumulation of at most 675 products (< 2^-14
+ *     relative to A); custom weights A * 2^-11;
  * so eb = A * 2^-10 * (1.1, or 1.6 for custom kernels) + 0.01; overlay adds
  * 0.13 (CONV's input value is v / 255 in FP16: within 2^-11 * 255);
  * magnitude, max and mean are 1-Lipschitz. Rounding b to a byte:

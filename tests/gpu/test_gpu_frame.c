@@ -148,7 +148,11 @@ static void policies_give_identical_frames(void **state) {
                      n, zc[first], dev[first]);
         printf("%s: ZERO_COPY == DEVICE (%zu bytes); vs CPU: %zu differ, %zu by more than 1\n",
                c->what, n, differ, far);
-        if (far > 0 || differ > n / 100 || poison == n)
+        /* at most 1% of bytes 1 level off (2% from YUV input, whose
+         * non-integer RGB values the GPU rounds to FP16: filter.h) */
+        fv_pixel_format f = c->desc.format;
+        int yuv = f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY || f == FV_PIXEL_NV12;
+        if (far > 0 || differ > n / (yuv ? 50 : 100) || poison == n)
             fail_msg("%s: GPU vs CPU: %zu of %zu bytes differ, %zu by more than 1, %zu poison",
                      c->what, differ, n, far, poison);
         free(zc), free(dev), free(cpu);

@@ -83,5 +83,11 @@ if(TARGET fovea-edge AND NOT CMAKE_CROSSCOMPILING)
     add_test(NAME app_edge_${_mode}
              COMMAND test_edge_app ${_mode} $<TARGET_FILE:fovea-edge> ${_work})
     set_tests_properties(app_edge_${_mode} PROPERTIES LABELS "unit;app" TIMEOUT 300)
+    if(FV_SANITIZE)
+      # the video sink loads GStreamer: GLib's load-time allocation (see
+      # test_gst.lsan.supp) is suppressed, nothing else
+      set_property(TEST app_edge_${_mode} APPEND PROPERTY ENVIRONMENT
+        "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_SOURCE_DIR}/test_gst.lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0")
+    endif()
   endforeach()
 endif()

@@ -9,31 +9,34 @@
  *          bytes exactly) -> the convolution as an implicit GEMM on tensor
  *          cores (FP16 weights, FP32 accumulate) -> the same edge step with
  *          gain in place of 255 * gain -> bytes. No intermediate tensors.
- * Both follow the rule below; they differ only by rounding (CONV rounds the
- * values / 255 and the convolution output to FP16; FUSED rounds only
- * non-integer input values, from YUV, to FP16): a byte may differ by a level
- * or two, and a pixel on the threshold may flip. Everything is made at
- * fv_filter_create; fv_filter_apply allocates nothing and does not
- * synchronize (it may be captured into a CUDA graph).
+ * On the CPU backend the CONV engine runs in FP32 (F32 tensors, FP32
+ * weights): the reference the GPU is tested against; with the context flag
+ * FV_CONTEXT_CPU_ROUND_F16 it mirrors the GPU's FP16 storage instead.
+ * Every engine follows the rule below, exactly in real arithmetic; they
+ * differ only by rounding: CONV on the GPU rounds the values / 255 and the
+ * convolution output to FP16; FUSED rounds only non-integer input values
+ * (from YUV) to FP16 (bytes are exact); both round custom weights to FP16.
+ * Against the FP32 reference a byte may differ by a level or two, and a
+ * pixel on the threshold may flip. Everything is made at fv_filter_create;
+ * fv_filter_apply allocates nothing and does not synchronize (it may be
+ * captured into a CUDA graph).
  *
- * The exact rule, per pixel (FP32 arithmetic on the FP16 tensors):
- *   x_c   = byte_c / 255 as FP16, c over the packed channels (R, G, B; or
- *           one for GRAY8 input; YUYV and NV12 are converted to RGB as
+ * The rule, per pixel:
+ *   x_c   = byte_c / 255, c over the packed channels (R, G, B; or one for
+ *           GRAY8 input; YUYV, UYVY and NV12 are converted to RGB as
  *           fv_image_pack does)
  *   conv  = cross-correlation (as cv2.filter2D; kernels are not flipped)
  *           with zero padding (rows-1)/2, (cols-1)/2: pixels outside the
  *           frame are 0 (cv2.BORDER_CONSTANT); output the size of the input.
  *           GRAY output: the kernel on every packed channel, summed (the
  *           cuDNN tutorial's Laplacian); COLOR: each channel on its own.
- *           Stored as FP16.
  *   m     = |y| for LAPLACIAN and CUSTOM;
  *           sqrt(gx^2 + gy^2) for SOBEL, SCHARR, PREWITT, where gx and gy
  *           come from one convolution of two output channels per edge
  *           channel (gx: the kernel below, gy: its transpose)
  *   b     = m * (255 * gain)                      (in output levels)
  *   threshold T > 0: b = b >= T ? 255 : 0
- *   overlay: b_c = max(b_c, 255 * x_c)             (edges lighten the input;
- *                                                  255 * x_c rounds back to the byte)
+ *   overlay: b_c = max(b_c, 255 * x_c)             (edges lighten the input)
  *   byte  = clamp(floor(b + 0.5), 0, 255)          (fv_image_unpack's rule)
  * Output channels: 1 for GRAY (replicated into colour output images), 3 for
  * COLOR from a colour input (1 from GRAY8 input), 3 under overlay from a
@@ -44,9 +47,10 @@
  *   SOBEL   gx {-1 0 1; -2 0 2; -1 0 1}
  *   SCHARR  gx {-3 0 3; -10 0 10; -3 0 3}
  *   PREWITT gx {-1 0 1; -1 0 1; -1 0 1}
- *   CUSTOM  the desc's kernel, odd rows and cols from 1 to 15, rounded to
- *           FP16 like every fv_conv2d weight on F16 tensors.
- * Values past 65504 overflow the FP16 tensors (huge custom kernels only).
+ *   CUSTOM  the desc's kernel, odd rows and cols from 1 to 15 (FP16 on the
+ *           GPU, like every fv_conv2d weight on F16 tensors).
+ * Values past 65504 overflow the GPU's FP16 tensors (huge custom kernels
+ * only; CONV engine).
  */
 #ifndef FOVEA_FILTER_H
 #define FOVEA_FILTER_H

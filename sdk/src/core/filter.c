@@ -145,8 +145,7 @@ static fv_status make_tensor(fv_context *ctx, fv_dtype dt, int h, int w, int c, 
 /* FUSED: the weights as the kernel's B matrix, FP16 [kpad x 16]: row
  * (r*S + s)*C + c, column = output channel; uploaded once. */
 static fv_status plan_fused(fv_filter *f, const float *w, int k) {
-    const int split = fv__filter_fused_split(f->desc.format, f->r, f->s);
-    const int cs = f->in_c << split; /* stored channels: (hi, lo) pairs when split */
+    const int cs = f->in_c;
     const int rs = f->r * f->s, kpad = FV_ROUND_UP(rs * cs, 16);
     const size_t n = (size_t)kpad * 16;
     fv_half *b = calloc(n, sizeof *b);
@@ -155,7 +154,7 @@ static fv_status plan_fused(fv_filter *f, const float *w, int k) {
         for (int c = 0; c < cs; c++)
             for (int i = 0; i < rs; i++)
                 b[((size_t)i * cs + c) * 16 + (size_t)o] =
-                    fv_f32_to_f16(w[((size_t)o * f->in_c + (c >> split)) * rs + (size_t)i]);
+                    fv_f32_to_f16(w[((size_t)o * f->in_c + c) * rs + (size_t)i]);
     fv_tensor_desc td = {.dtype = FV_DTYPE_F16, .h = 1, .w = kpad, .c = 16};
     fv_status st = fv_tensor_create(f->ctx, &td, &f->w);
     if (st == FV_OK) st = fv_tensor_upload(f->ctx, f->w, b, n * sizeof *b);

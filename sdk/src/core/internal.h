@@ -99,15 +99,6 @@ static inline void *fv__tensor_ptr(const fv_tensor *t) {
     return t->dev_data;
 }
 
-/* The fused filter carries each YUV-derived value (not an integer) as two
- * FP16 numbers, hi + lo, so the GEMM sees it to about 2^-22 (byte values
- * are exact in one); the weights' rows are duplicated to match. Only where
- * shared memory allows it (kernels of at most 100 taps); larger kernels
- * round such values to FP16. */
-static inline int fv__filter_fused_split(fv_pixel_format f, int r, int s) {
-    return (f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY || f == FV_PIXEL_NV12) && r * s <= 100;
-}
-
 /* ---- the backend interface -----------------------------------------------
  * The front end (core/ops.c, core/tensor.c) checks every argument and
  * fills defaults before it calls a backend, so backends may assume valid,

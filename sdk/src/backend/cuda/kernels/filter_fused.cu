@@ -98,11 +98,7 @@ static __device__ __forceinline__ void write_pixel(const fv__cuda_filter_args &a
         const int e = a.m == 1 ? 0 : j;
         o[j] =
             fv__edge_value(g[e * gs], a.pairs ? g[e * gs + 1] : 0.0f, a.pairs, a.gain, a.threshold);
-        if (a.overlay) {
-            const int c = (a.in_c == 1 ? 0 : j) << a.split;
-            const float v = __half2float(px[c]) + (a.split ? __half2float(px[c + 1]) : 0.0f);
-            o[j] = fv__edge_overlay(o[j], v, 1.0f);
-        }
+        if (a.overlay) o[j] = fv__edge_overlay(o[j], __half2float(px[a.in_c == 1 ? 0 : j]), 1.0f);
     }
     if (a.out_c < 3) o[1] = o[2] = o[0];
     unsigned char *row = a.out + (size_t)y * a.out_stride;
@@ -138,7 +134,7 @@ static __device__ __forceinline__ void write_pixel(const fv__cuda_filter_args &a
 
 static __global__ void __launch_bounds__(THREADS) filter_fused_kernel(fv__cuda_filter_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
-    const int C = a.in_c << a.split, pr = (a.r - 1) / 2, ps = (a.s - 1) / 2;
+    const int C = a.in_c, pr = (a.r - 1) / 2, ps = (a.s - 1) / 2;
     const int tile_w = TW + a.s - 1, tile_h = TH + a.r - 1;
     __half *bs = (__half *)smem;
     unsigned char *scratch = smem + (size_t)a.kpad * FV__FUSED_N * sizeof(__half);
@@ -160,18 +156,9 @@ static __global__ void __launch_bounds__(THREADS) filter_fused_kernel(fv__cuda_f
         float v[3] = {0.0f, 0.0f, 0.0f};
         if (gy >= 0 && gy < a.height && gx >= 0 && gx < a.width) read_pixel(a, gx, gy, v);
         __half *t = tile + (size_t)i * C;
-        if (a.split) {
 #pragma unroll
-            for (int c = 0; c < 3; c++) {
-                const __half hi = __float2half_rn(v[c]);
-                t[2 * c] = hi;
-                t[2 * c + 1] = __float2half_rn(v[c] - __half2float(hi)); /* exact difference */
-            }
-        } else {
-#pragma unroll
-            for (int c = 0; c < 3; c++)
-                if (c < C) t[c] = __float2half_rn(v[c]);
-        }
+        for (int c = 0; c < 3; c++)
+            if (c < C) t[c] = __float2half_rn(v[c]);
     }
     __syncthreads();
 
@@ -212,8 +199,7 @@ static __global__ void __launch_bounds__(THREADS) filter_fused_kernel(fv__cuda_f
 }
 
 static size_t smem_bytes(const fv__cuda_filter_args *a) {
-    size_t tile =
-        (size_t)(TH + a->r - 1) * (TW + a->s - 1) * (size_t)(a->in_c << a->split) * sizeof(__half);
+    size_t tile = (size_t)(TH + a->r - 1) * (TW + a->s - 1) * a->in_c * sizeof(__half);
     return (size_t)a->kpad * FV__FUSED_N * sizeof(__half) + (size_t)WARPS * SCRATCH +
            (size_t)a->kpad * sizeof(int) + tile;
 }
@@ -255,8 +241,7 @@ extern "C" fv_status fv__cuda_filter_fused_launch(cudaStream_t s, const fv__cuda
                    (a->out_c == 1 || a->in_c == 3) && a->m * (a->pairs ? 2 : 1) <= FV__FUSED_N &&
                    a->r >= 1 && a->r <= FV_FILTER_MAX_KERNEL && a->r % 2 == 1 && a->s >= 1 &&
                    a->s <= FV_FILTER_MAX_KERNEL && a->s % 2 == 1 &&
-                   (a->split == 0 || (a->split == 1 && a->in_c == 3)) &&
-                   a->kpad == FV_ROUND_UP(a->r * a->s * (a->in_c << a->split), 16),
+                   a->kpad == FV_ROUND_UP(a->r * a->s * a->in_c, 16),
                FV_ERR_INTERNAL,
                "filter_fused kernel: bad shape (in_c %d, m %d, out_c %d, pairs %d, %dx%d, "
                "kpad %d)",
@@ -300,8 +285,7 @@ extern "C" fv_status fv__cuda_filter_fused(fv_context *ctx, const fv_filter_desc
     a.w = fv__tensor_ptr(w);
     a.gain = d->gain, a.threshold = d->threshold;
     a.overlay = d->overlay;
-    a.split = fv__filter_fused_split(in->format, a.r, a.s);
-    a.kpad = FV_ROUND_UP(a.r * a.s * (in_c << a.split), 16);
+    a.kpad = FV_ROUND_UP(a.r * a.s * in_c, 16);
     fv_status st = fv__cuda_filter_fused_launch(fv__cuda_stream(ctx), &a);
     return st == FV_OK ? st : fv__error_prefix(st, "filter (fused)");
 }

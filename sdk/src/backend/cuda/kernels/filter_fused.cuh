@@ -27,16 +27,13 @@ typedef struct fv__cuda_filter_args {
     unsigned char *out;
     size_t out_stride;
     int in_c;  /* packed channels: 1 (GRAY8) or 3 (R, G, B) */
-    int split; /* 1: each value stored as FP16 hi + lo (fv__filter_fused_split) */
     int m;     /* edge channels: 1, or in_c */
     int pairs; /* 1: conv outputs (gx, gy) per edge channel, magnitude */
     int out_c; /* edge-step channels: 1 or 3 (3: overlay of a colour input) */
     int r, s;  /* kernel rows, cols: odd, 1..FV_FILTER_MAX_KERNEL */
     /* B: kpad x FV__FUSED_N FP16 (row-major, 16-byte aligned), row
-     * k = (r * s + s) * cs + c, column = conv output channel, where
-     * cs = in_c << split (split: rows 2c and 2c + 1 both hold channel c's
-     * weight); zero past r * s * cs and past the outputs. kpad = r * s * cs
-     * rounded up to 16. */
+     * k = (r * s + s) * in_c + c, column = conv output channel; zero past
+     * r * s * in_c and past the outputs. kpad = r * s * in_c rounded up to 16. */
     const void *w;
     int kpad;
     float gain, threshold;
