@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,8 @@ typedef struct options {
     int slots, low_latency, cuda_graph, loop, reconnect, json, quiet, bitrate;
     const char *profile;
     const char *stage_clock; /* "GPU" (events) or "CPU" (wall time) */
+    fv_memory_policy memory;
+    int no_userptr;
 } options;
 
 static volatile sig_atomic_t stop_requested;
@@ -76,6 +79,9 @@ static void usage(FILE *f) {
         "  --slots N           frames in flight (default 3; 1..16)\n"
         "  --low-latency       newest camera frame only, one frame in flight (drops stale)\n"
         "  --cuda-graph        replay each slot's GPU work as a CUDA graph\n"
+        "  --memory M          auto (default: zero-copy mapped frames on integrated GPUs,\n"
+        "                      device memory and copies on discrete ones), zero-copy, device\n"
+        "  --no-userptr        zero copy: V4L2 mmap buffers and a copy, not user pointers\n"
         "  --profile FILE      engine profile from fovea-calibrate (conv engine)\n"
         "  --bitrate KBPS      H.264 outputs (default 8000)\n"
         "  --json              status lines and summary as JSON objects (one per line)\n"
@@ -267,6 +273,17 @@ static int parse(int argc, char **argv, options *o) {
             o->bitrate = (int)x;
         } else if ((v = opt_value(argc, argv, &i, "--profile", &bad))) {
             o->profile = v;
+        } else if ((v = opt_value(argc, argv, &i, "--memory", &bad))) {
+            if (!strcmp(v, "auto"))
+                o->memory = FV_MEMORY_POLICY_AUTO;
+            else if (!strcmp(v, "zero-copy"))
+                o->memory = FV_MEMORY_POLICY_ZERO_COPY;
+            else if (!strcmp(v, "device"))
+                o->memory = FV_MEMORY_POLICY_DEVICE;
+            else
+                return fail_usage("--memory %s%s: use auto, zero-copy or device", v, "");
+        } else if (!strcmp(a, "--no-userptr")) {
+            o->no_userptr = 1;
         } else if (!strcmp(a, "--low-latency")) {
             o->low_latency = 1;
         } else if (!strcmp(a, "--cuda-graph")) {
@@ -405,6 +422,52 @@ static fv_status open_sink(const options *o, fv_sink_desc *sd, fv_sink **sink, c
     return fv_sink_open(sd, sink);
 }
 
+#define USERPTR_BUFFERS 4
+static void *user_buffers[USERPTR_BUFFERS];
+
+/* Reopens the V4L2 source with user-pointer buffers carved (page aligned)
+ * from ctx's mapped pool, for the size and format it negotiated. 0: done;
+ * 1: not possible, the source (reopened with mmap buffers when it had to be
+ * closed) is in *src, or *src is NULL after an error (printed). */
+static int reopen_userptr(const options *o, fv_source_desc *sd, fv_context *ctx, fv_source_info *si,
+                          fv_source **src) {
+    fv_pool *pool = fv_context_pool(ctx, FV_POOL_MAPPED);
+    const size_t page = 4096;
+    size_t bytes = (fv_image_bytes(si->format, si->width, si->height) + page - 1) / page * page;
+    if (!pool) return 1;
+    for (int i = 0; i < USERPTR_BUFFERS; i++) {
+        void *raw = NULL;
+        if (fv_pool_alloc(pool, bytes + page, &raw) != FV_OK) {
+            fprintf(stderr,
+                    PROG ": zero copy: no room for camera buffers in the mapped pool (%s); "
+                         "using mmap buffers and a copy\n",
+                    fv_last_error());
+            return 1;
+        }
+        user_buffers[i] = (void *)(((uintptr_t)raw + page - 1) & ~(uintptr_t)(page - 1));
+    }
+    fv_source_close(*src);
+    *src = NULL;
+    fv_source_desc u = *sd;
+    u.width = si->width, u.height = si->height, u.format = si->format, u.rate = si->rate;
+    u.user_buffers = user_buffers, u.user_buffer_bytes = bytes, u.buffers = USERPTR_BUFFERS;
+    if (fv_source_open(&u, src) == FV_OK) {
+        fv_source_info_get(*src, si);
+        return 0;
+    }
+    fprintf(stderr,
+            PROG ": zero copy: the camera refused user-pointer buffers (%s); using mmap "
+                 "buffers and a copy\n",
+            fv_last_error());
+    if (fv_source_open(sd, src) != FV_OK) {
+        fprintf(stderr, PROG ": cannot reopen input %s: %s\n", o->input, fv_last_error());
+        *src = NULL;
+    } else {
+        fv_source_info_get(*src, si);
+    }
+    return 1;
+}
+
 static void log_cb(fv_log_level level, const char *msg, void *user) {
     const options *o = user;
     if (level <= FV_LOG_WARN || !o->quiet) fprintf(stderr, PROG ": %s\n", msg);
@@ -446,6 +509,7 @@ static int run(options *o) {
     fv_context_desc cd = {.device_pool_bytes = dev > 256 * mib ? dev : 256 * mib,
                           .pinned_pool_bytes = pin > 64 * mib ? pin : 64 * mib,
                           .backend = o->backend,
+                          .memory_policy = o->memory,
                           .profile_path = o->profile,
                           .log = log_cb,
                           .log_user = o,
@@ -471,16 +535,32 @@ static int run(options *o) {
         fv_context_info_get(ctx, &ci);
     }
     o->stage_clock = ci.backend == FV_BACKEND_CUDA ? "GPU" : "CPU";
+    /* Zero copy and a V4L2 camera: the camera writes into buffers carved
+     * from the mapped pool (user pointers), which the GPU reads in place. */
+    int userptr = 0;
+    if (ci.memory_policy == FV_MEMORY_POLICY_ZERO_COPY && !strcmp(si.kind, "v4l2") &&
+        !o->no_userptr && !o->fourcc) {
+        if (reopen_userptr(o, &srcd, ctx, &si, &src) == 0) {
+            userptr = 1;
+        } else if (!src) {
+            fv_context_destroy(ctx);
+            return 1;
+        }
+    }
 
     o->filter.width = si.width, o->filter.height = si.height, o->filter.format = si.format;
-    fv_pipeline_desc pd = {
-        .filter = &o->filter, .slots = o->low_latency ? 1 : o->slots, .cuda_graph = o->cuda_graph};
+    /* In place, a camera buffer must not go back to the driver (the next
+     * capture) while the GPU reads it: one frame in flight. No copies are
+     * left to overlap then. */
+    fv_pipeline_desc pd = {.filter = &o->filter,
+                           .slots = o->low_latency || userptr ? 1 : o->slots,
+                           .cuda_graph = o->cuda_graph};
     fv_pipeline *p = NULL;
     if (fv_pipeline_create(ctx, &pd, &p) != FV_OK) {
         fprintf(stderr, PROG ": cannot plan the filter for %dx%d %s: %s\n", si.width, si.height,
                 fv_pixel_format_name(si.format), fv_last_error());
+        fv_source_close(src); /* before the context: its buffers may be in the mapped pool */
         fv_context_destroy(ctx);
-        fv_source_close(src);
         return 1;
     }
     fv_pipeline_info pi;
@@ -500,8 +580,8 @@ static int run(options *o) {
     if (open_sink(o, &sd, &sink, why, sizeof why) != FV_OK) {
         fprintf(stderr, PROG ": cannot open output %s: %s\n", sd.uri, fv_last_error());
         fv_pipeline_destroy(p);
+        fv_source_close(src); /* before the context: its buffers may be in the mapped pool */
         fv_context_destroy(ctx);
-        fv_source_close(src);
         return 1;
     }
     fv_sink_info ki;
@@ -649,8 +729,8 @@ static int run(options *o) {
         if (rc == 0) fprintf(stderr, PROG ": wrote %s %s\n", ki.kind, ki.name);
     }
     fv_pipeline_destroy(p);
+    fv_source_close(src); /* before the context: camera buffers may be in its mapped pool */
     fv_context_destroy(ctx);
-    fv_source_close(src);
     return rc;
 }
 

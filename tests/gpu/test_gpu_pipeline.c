@@ -3,7 +3,8 @@
  * and with and without CUDA graphs, frames pushed through a ring of 3 come
  * back in order, byte-identical to fv_filter_apply on the same context, and
  * within 1 level of the CPU backend; caller-owned frames and the slot
- * buffers both work; 2000 frames carve nothing and add no backing
+ * buffers both work (under ZERO_COPY caller frames in the mapped pool are
+ * read in place, with no copy); 2000 frames carve nothing and add no backing
  * allocation; stage times are reported. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,8 @@ static void run(fv_memory_policy policy, int graph, int caller_frames) {
             fail_msg("policy %d graph %d caller %d: frame %d differs from fv_filter_apply",
                      (int)policy, graph, caller_frames, got);
         assert_true(done.filter_ms > 0.0f && done.gpu_ms >= done.filter_ms);
+        /* zero copy: caller frames in the mapped pool are read in place */
+        assert_int_equal(done.in_place, caller_frames && policy == FV_MEMORY_POLICY_ZERO_COPY);
         if (policy == FV_MEMORY_POLICY_DEVICE) assert_true(done.upload_ms > 0.0f);
         filter_ms += done.filter_ms;
         got++;

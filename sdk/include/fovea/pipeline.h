@@ -63,7 +63,8 @@ typedef struct fv_pipeline_frame {
      * the filter, copy out. Zero-copy (integrated GPU): upload and download
      * are 0. gpu_ms: first event to last, including waits between stages. */
     float upload_ms, filter_ms, download_ms, gpu_ms;
-    uint32_t reserved[4];
+    int in_place; /* 1: read from the caller's mapped memory with no copy */
+    uint32_t reserved[3];
 } fv_pipeline_frame;
 
 typedef struct fv_pipeline_info {
@@ -97,7 +98,10 @@ fv_status fv_pipeline_input(fv_pipeline *p, fv_image *out);
 /* Queues one frame: in is either the buffer from fv_pipeline_input or any
  * host image of the filter's size and format (any stride), which is copied
  * into the slot (asynchronously from pinned memory; the caller must leave
- * the pixels alone until this frame is collected). user_time_ns is returned
+ * the pixels alone until this frame is collected). Under the ZERO_COPY
+ * memory policy (integrated GPUs) a frame that lies in the context's MAPPED
+ * pool (e.g. V4L2 user-pointer buffers carved from it) is not copied at
+ * all: the filter reads it in place (frame.in_place). user_time_ns is returned
  * with the frame. Returns FV_ERR_NOT_READY when every slot is busy,
  * FV_ERR_BAD_PARAM for a wrong image, or a backend error. */
 fv_status fv_pipeline_submit(fv_pipeline *p, const fv_image *in, int64_t user_time_ns);

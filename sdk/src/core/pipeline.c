@@ -24,6 +24,7 @@ typedef struct slot {
     int64_t user_time_ns;
     uint64_t sequence;
     float cpu_ms; /* CPU backend: the filter's wall time */
+    int in_place; /* zero copy: the last frame was read from the caller's mapped memory */
 } slot;
 
 struct fv_pipeline {
@@ -235,9 +236,44 @@ static fv_status upload(fv_pipeline *p, slot *s, const fv_image *in) {
     return FV_OK;
 }
 
+/* Under zero copy: the device view of a caller frame that lies wholly in the
+ * context's MAPPED pool (e.g. V4L2 user-pointer buffers carved from it), so
+ * the GPU reads it in place; 0 when it does not. */
+static int mapped_view(fv_pipeline *p, const fv_image *in, fv_image *dev) {
+    const fv_pool *pool = p->ctx->pools[FV_POOL_MAPPED];
+    if (!pool) return 0;
+    const unsigned char *a = in->data, *end = pool->base + pool->capacity;
+    size_t stride = in->stride ? in->stride : fv_image_bytes(in->format, in->width, 1);
+    if (in->format == FV_PIXEL_NV12) stride = in->stride ? in->stride : (size_t)in->width;
+    size_t rows = (size_t)in->height;
+    if (a < pool->base || a >= end || (size_t)(end - a) < stride * rows) return 0;
+    *dev = *in;
+    dev->data = fv_pool_device_pointer(pool, in->data);
+    if (in->format == FV_PIXEL_NV12) {
+        const unsigned char *uv = in->uv ? in->uv : a + stride * rows;
+        size_t uvs = in->uv_stride ? in->uv_stride : stride;
+        if (uv < pool->base || uv >= end || (size_t)(end - uv) < uvs * (rows / 2)) return 0;
+        dev->uv = fv_pool_device_pointer(pool, (void *)uv);
+        dev->uv_stride = uvs;
+    }
+    dev->stride = stride;
+    return 1;
+}
+
 static fv_status submit_async(fv_pipeline *p, slot *s, const fv_image *in) {
     fv_context *ctx = p->ctx;
     const fv__backend *be = ctx->be;
+    fv_image direct;
+    if (p->zero_copy && in->data != s->in_host.data && mapped_view(p, in, &direct)) {
+        /* a caller frame in mapped memory: no copy at all, the filter reads
+         * it in place (not through the slot's graph, made for its buffer) */
+        s->in_place = 1;
+        FV_TRY(be->event_record(ctx, s->ev[EV_F0], NULL));
+        FV_TRY(fv_filter_apply(p->filter, &direct, &s->out_dev));
+        FV_TRY(be->event_record(ctx, s->ev[EV_F1], NULL));
+        return FV_OK;
+    }
+    s->in_place = 0;
     if (!p->zero_copy) {
         FV_TRY(be->event_record(ctx, s->ev[EV_UP0], p->up));
         FV_TRY(upload(p, s, in));
@@ -332,6 +368,7 @@ fv_status fv_pipeline_collect(fv_pipeline *p, int wait, fv_pipeline_frame *out) 
     out->out = s->out_host;
     out->user_time_ns = s->user_time_ns;
     out->sequence = s->sequence;
+    out->in_place = s->in_place;
     timings(p, s, out);
     s->state = SLOT_HELD;
     p->held = p->next_collect;
