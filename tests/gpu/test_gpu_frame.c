@@ -2,7 +2,9 @@
  * context forced to ZERO_COPY (frames in the MAPPED pool, read and written
  * in place) and in one forced to DEVICE (PINNED staging, DEVICE frames,
  * async copies) give byte-identical outputs, within 1 level of the CPU
- * backend's; each policy's frames come from its pools (pool statistics);
+ * backend's (byte inputs; YUV inputs within FP16 rounding of the converted
+ * values, see below); each policy's frames come from its pools (pool
+ * statistics);
  * nothing is carved per frame; AUTO picks ZERO_COPY exactly on integrated
  * GPUs or Tegra. Outputs poisoned before each frame. */
 #include <stdio.h>
@@ -135,26 +137,31 @@ static void policies_give_identical_frames(void **state) {
         unsigned char *zc = run_case(FV_BACKEND_CUDA, FV_MEMORY_POLICY_ZERO_COPY, c);
         unsigned char *dev = run_case(FV_BACKEND_CUDA, FV_MEMORY_POLICY_DEVICE, c);
         unsigned char *cpu = run_case(FV_BACKEND_CPU, FV_MEMORY_POLICY_DEVICE, c);
+        /* YUV input: the GPU rounds the converted (non-integer) values to
+         * FP16, up to 2^-11 * 255 each (filter.h); through Scharr's weights
+         * (|w| summing to 32, both gradients, three channels) that is up
+         * to 8.5 levels at worst; tests/gpu/test_gpu_filter.c bounds it
+         * per pixel. Byte inputs are exact: 1 level. */
+        fv_pixel_format f = c->desc.format;
+        int yuv = f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY || f == FV_PIXEL_NV12;
+        const int far_limit = yuv ? 9 : 1;
         size_t differ = 0, far = 0, poison = 0, first = n;
         for (size_t j = 0; j < n; j++) {
             if (zc[j] != dev[j] && first == n) first = j;
             int dz = abs((int)zc[j] - (int)cpu[j]);
             differ += dz != 0;
-            far += dz > 1 && !(c->desc.threshold > 0 && dz == 255);
+            far += dz > far_limit && !(c->desc.threshold > 0 && dz == 255);
             poison += zc[j] == 0xab;
         }
         if (first != n)
             fail_msg("%s: ZERO_COPY and DEVICE differ at byte %zu of %zu: %d vs %d", c->what, first,
                      n, zc[first], dev[first]);
-        printf("%s: ZERO_COPY == DEVICE (%zu bytes); vs CPU: %zu differ, %zu by more than 1\n",
-               c->what, n, differ, far);
-        /* at most 1% of bytes 1 level off (2% from YUV input, whose
-         * non-integer RGB values the GPU rounds to FP16: filter.h) */
-        fv_pixel_format f = c->desc.format;
-        int yuv = f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY || f == FV_PIXEL_NV12;
+        printf("%s: ZERO_COPY == DEVICE (%zu bytes); vs CPU: %zu differ, %zu by more than %d\n",
+               c->what, n, differ, far, far_limit);
+        /* at most 1% of bytes off (2% from YUV input) */
         if (far > 0 || differ > n / (yuv ? 50 : 100) || poison == n)
-            fail_msg("%s: GPU vs CPU: %zu of %zu bytes differ, %zu by more than 1, %zu poison",
-                     c->what, differ, n, far, poison);
+            fail_msg("%s: GPU vs CPU: %zu of %zu bytes differ, %zu by more than %d, %zu poison",
+                     c->what, differ, n, far, far_limit, poison);
         free(zc), free(dev), free(cpu);
     }
 }
