@@ -3,7 +3,6 @@
  * in flight (fv_pipeline: upload, the edge filter on tensor cores, download,
  * overlapped) to a sink URI (display, video file, images, RTP, null), with
  * a live status line once a second and a summary at the end. */
-#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -15,6 +14,7 @@
 #include "fovea/fovea.h"
 #include "fovea/platform/sink.h"
 #include "fovea/platform/source.h"
+#include "fv_cli.h"
 
 #define PROG        "fovea-edge"
 #define MAX_SAMPLES 65536 /* latency samples kept for the summary (reservoir) */
@@ -107,65 +107,6 @@ static int fail_usage(const char *fmt, const char *a, const char *b) {
     return 2;
 }
 
-static const char *opt_value(int argc, char **argv, int *i, const char *name, int *bad) {
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n) != 0) return NULL;
-    if (a[n] == '=') return a + n + 1;
-    if (a[n] != '\0') return NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, PROG ": %s needs a value\n", name);
-        *bad = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-static int parse_num(const char *name, const char *v, double lo, double hi, double *out) {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || end == v || *end || !(x >= lo && x <= hi)) {
-        fprintf(stderr, PROG ": %s %s: give a number from %g to %g\n", name, v, lo, hi);
-        return 1;
-    }
-    *out = x;
-    return 0;
-}
-
-static int parse_kernel(const char *v, options *o) {
-    char *end;
-    long r = strtol(v, &end, 10), c = 0;
-    if (*end == ',') c = strtol(end + 1, &end, 10);
-    if (*end != ':' || r < 1 || r > FV_FILTER_MAX_KERNEL || c < 1 || c > FV_FILTER_MAX_KERNEL ||
-        r % 2 == 0 || c % 2 == 0) {
-        fprintf(stderr,
-                PROG ": --kernel %s: start with R,C: (odd, 1 to %d), e.g. "
-                     "\"3,3:0,1,0,1,-4,1,0,1,0\"\n",
-                v, FV_FILTER_MAX_KERNEL);
-        return 1;
-    }
-    long n = 0;
-    const char *p = end + 1;
-    for (;;) {
-        errno = 0;
-        double x = strtod(p, &end);
-        if (errno || end == p || !(x > -1e6 && x < 1e6) || n >= r * c) break;
-        o->kernel[n++] = (float)x;
-        if (*end == '\0' && n == r * c) {
-            o->filter.kernel_rows = (int)r, o->filter.kernel_cols = (int)c;
-            o->filter.kernel = o->kernel;
-            o->filter.kind = FV_FILTER_CUSTOM;
-            return 0;
-        }
-        if (*end != ',') break;
-        p = end + 1;
-    }
-    fprintf(stderr, PROG ": --kernel %s: give %ld x %ld = %ld numbers, comma-separated\n", v, r, c,
-            r * c);
-    return 1;
-}
-
 static int parse_format(const char *v, options *o) {
     static const struct {
         const char *name;
@@ -193,8 +134,6 @@ static int parse_format(const char *v, options *o) {
     return 1;
 }
 
-static const char *const filter_names[] = {"laplacian", "sobel", "scharr", "prewitt", "custom"};
-
 /* 0: run, 1: exit 0 (help), 2: usage error. */
 static int parse(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
@@ -209,25 +148,18 @@ static int parse(int argc, char **argv, options *o) {
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 1;
-        } else if ((v = opt_value(argc, argv, &i, "--backend", &bad))) {
-            if (!strcmp(v, "auto"))
-                o->backend = FV_BACKEND_AUTO;
-            else if (!strcmp(v, "cpu"))
-                o->backend = FV_BACKEND_CPU;
-            else if (!strcmp(v, "cuda"))
-                o->backend = FV_BACKEND_CUDA;
-            else
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--backend", &bad))) {
+            if (fv_cli_backend(v, &o->backend))
                 return fail_usage("--backend %s%s: use auto, cuda or cpu", v, "");
-        } else if ((v = opt_value(argc, argv, &i, "--filter", &bad))) {
-            kind = -1;
-            for (int k = 0; k < 5; k++)
-                if (!strcmp(v, filter_names[k])) kind = k;
-            if (kind < 0)
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--filter", &bad))) {
+            fv_filter_kind k;
+            if (fv_cli_filter_kind(v, &k))
                 return fail_usage("--filter %s%s: use laplacian, sobel, scharr, prewitt or custom",
                                   v, "");
-        } else if ((v = opt_value(argc, argv, &i, "--kernel", &bad))) {
-            if (parse_kernel(v, o)) return 2;
-        } else if ((v = opt_value(argc, argv, &i, "--engine", &bad))) {
+            kind = (int)k;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--kernel", &bad))) {
+            if (fv_cli_parse_kernel(PROG, v, o->kernel, &o->filter)) return 2;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--engine", &bad))) {
             if (!strcmp(v, "auto"))
                 o->filter.engine = FV_FILTER_ENGINE_AUTO;
             else if (!strcmp(v, "fused"))
@@ -242,38 +174,38 @@ static int parse(int argc, char **argv, options *o) {
             o->filter.output = FV_FILTER_OUT_COLOR;
         } else if (!strcmp(a, "--overlay")) {
             o->filter.overlay = 1;
-        } else if ((v = opt_value(argc, argv, &i, "--gain", &bad))) {
-            if (parse_num("--gain", v, 1e-6, 1e6, &x)) return 2;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--gain", &bad))) {
+            if (fv_cli_parse_num(PROG, "--gain", v, 1e-6, 1e6, &x)) return 2;
             o->filter.gain = (float)x;
-        } else if ((v = opt_value(argc, argv, &i, "--threshold", &bad))) {
-            if (parse_num("--threshold", v, 0, 255, &x)) return 2;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--threshold", &bad))) {
+            if (fv_cli_parse_num(PROG, "--threshold", v, 0, 255, &x)) return 2;
             o->filter.threshold = (float)x;
-        } else if ((v = opt_value(argc, argv, &i, "--input-width", &bad))) {
-            if (parse_num("--input-width", v, 1, 32768, &x)) return 2;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--input-width", &bad))) {
+            if (fv_cli_parse_num(PROG, "--input-width", v, 1, 32768, &x)) return 2;
             o->width = (int)x;
-        } else if ((v = opt_value(argc, argv, &i, "--input-height", &bad))) {
-            if (parse_num("--input-height", v, 1, 32768, &x)) return 2;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--input-height", &bad))) {
+            if (fv_cli_parse_num(PROG, "--input-height", v, 1, 32768, &x)) return 2;
             o->height = (int)x;
-        } else if ((v = opt_value(argc, argv, &i, "--input-rate", &bad))) {
-            if (parse_num("--input-rate", v, 0.001, 10000, &x)) return 2;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--input-rate", &bad))) {
+            if (fv_cli_parse_num(PROG, "--input-rate", v, 0.001, 10000, &x)) return 2;
             o->rate = x;
-        } else if ((v = opt_value(argc, argv, &i, "--input-format", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--input-format", &bad))) {
             if (parse_format(v, o)) return 2;
-        } else if ((v = opt_value(argc, argv, &i, "--frames", &bad))) {
-            if (parse_num("--frames", v, 1, 1e12, &x)) return 2;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--frames", &bad))) {
+            if (fv_cli_parse_num(PROG, "--frames", v, 1, 1e12, &x)) return 2;
             o->frames = (long)x;
-        } else if ((v = opt_value(argc, argv, &i, "--duration", &bad))) {
-            if (parse_num("--duration", v, 0.001, 1e9, &x)) return 2;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--duration", &bad))) {
+            if (fv_cli_parse_num(PROG, "--duration", v, 0.001, 1e9, &x)) return 2;
             o->duration = x;
-        } else if ((v = opt_value(argc, argv, &i, "--slots", &bad))) {
-            if (parse_num("--slots", v, 1, FV_PIPELINE_MAX_SLOTS, &x)) return 2;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--slots", &bad))) {
+            if (fv_cli_parse_num(PROG, "--slots", v, 1, FV_PIPELINE_MAX_SLOTS, &x)) return 2;
             o->slots = (int)x;
-        } else if ((v = opt_value(argc, argv, &i, "--bitrate", &bad))) {
-            if (parse_num("--bitrate", v, 1, 1e6, &x)) return 2;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--bitrate", &bad))) {
+            if (fv_cli_parse_num(PROG, "--bitrate", v, 1, 1e6, &x)) return 2;
             o->bitrate = (int)x;
-        } else if ((v = opt_value(argc, argv, &i, "--profile", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--profile", &bad))) {
             o->profile = v;
-        } else if ((v = opt_value(argc, argv, &i, "--memory", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--memory", &bad))) {
             if (!strcmp(v, "auto"))
                 o->memory = FV_MEMORY_POLICY_AUTO;
             else if (!strcmp(v, "zero-copy"))
@@ -313,7 +245,8 @@ static int parse(int argc, char **argv, options *o) {
     if ((o->width == 0) != (o->height == 0))
         return fail_usage("give --input-width and --input-height together%s%s", "", "");
     if (kind >= 0 && kind != FV_FILTER_CUSTOM && o->filter.kernel)
-        return fail_usage("--kernel goes with --filter custom, not %s%s", filter_names[kind], "");
+        return fail_usage("--kernel goes with --filter custom, not %s%s",
+                          fv_filter_kind_name((fv_filter_kind)kind), "");
     if (kind == FV_FILTER_CUSTOM && !o->filter.kernel)
         return fail_usage("--filter custom needs --kernel \"R,C:V,V,...\"%s%s", "", "");
     if (kind >= 0) o->filter.kind = (fv_filter_kind)kind;

@@ -7,7 +7,6 @@
  *   step (|x| or sqrt(gx^2 + gy^2), x 255 x gain, threshold, overlay),
  *   unpack to RGB24 -> download -> save PNG.
  * The GPU when there is one, else the CPU reference backend. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +14,9 @@
 #include <unistd.h>
 #include "fovea/fovea.h"
 #include "fovea/platform/image_io.h"
+#include "fv_cli.h"
 
+#define PROG          "fovea-laplacian"
 #define DEFAULT_IMAGE "astronaut.png"
 
 typedef struct options {
@@ -50,57 +51,6 @@ static void usage(FILE *f) {
            "  --overlay       draw the edges over the input (the brighter of the two)\n");
 }
 
-/* "--name VALUE" or "--name=VALUE": returns VALUE and advances *i, or NULL. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, int *bad) {
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n) != 0) return NULL;
-    if (a[n] == '=') return a + n + 1;
-    if (a[n] != '\0') return NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "fovea-laplacian: %s needs a value\n", name);
-        *bad = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-/* "R,C:V,V,..." into o's custom kernel; 0 on success. */
-static int parse_kernel(const char *v, options *o) {
-    char *end;
-    long r = strtol(v, &end, 10), c = 0;
-    if (*end == ',') c = strtol(end + 1, &end, 10);
-    if (*end != ':' || r < 1 || r > FV_FILTER_MAX_KERNEL || c < 1 || c > FV_FILTER_MAX_KERNEL ||
-        r % 2 == 0 || c % 2 == 0) {
-        fprintf(stderr,
-                "fovea-laplacian: --kernel %s: start with R,C: (odd, 1 to %d), e.g. "
-                "\"3,3:0,1,0,1,-4,1,0,1,0\"\n",
-                v, FV_FILTER_MAX_KERNEL);
-        return 1;
-    }
-    long n = 0;
-    const char *p = end + 1;
-    for (;;) {
-        errno = 0;
-        double x = strtod(p, &end);
-        if (errno || end == p || !(x > -1e6 && x < 1e6) || n >= r * c) break;
-        o->kernel[n++] = (float)x;
-        if (*end == '\0' && n == r * c) {
-            o->filter.kernel_rows = (int)r, o->filter.kernel_cols = (int)c;
-            o->filter.kernel = o->kernel;
-            o->filter.kind = FV_FILTER_CUSTOM;
-            return 0;
-        }
-        if (*end != ',') break;
-        p = end + 1;
-    }
-    fprintf(stderr, "fovea-laplacian: --kernel %s: give %ld x %ld = %ld numbers, comma-separated\n",
-            v, r, c, r * c);
-    return 1;
-}
-
-static const char *const filter_names[] = {"laplacian", "sobel", "scharr", "prewitt", "custom"};
-
 /* 0: run, 1: exit 0 (help), 2: usage error. */
 static int parse(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
@@ -113,53 +63,43 @@ static int parse(int argc, char **argv, options *o) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 1;
-        } else if ((v = opt_value(argc, argv, &i, "--input", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--input", &bad))) {
             o->input = v;
-        } else if ((v = opt_value(argc, argv, &i, "--output", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--output", &bad))) {
             o->output = v;
-        } else if ((v = opt_value(argc, argv, &i, "--backend", &bad))) {
-            if (strcmp(v, "auto") == 0)
-                o->backend = FV_BACKEND_AUTO;
-            else if (strcmp(v, "cpu") == 0)
-                o->backend = FV_BACKEND_CPU;
-            else if (strcmp(v, "cuda") == 0)
-                o->backend = FV_BACKEND_CUDA;
-            else {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--backend", &bad))) {
+            if (fv_cli_backend(v, &o->backend)) {
                 fprintf(stderr, "fovea-laplacian: --backend %s: use auto, cpu or cuda\n", v);
                 return 2;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--filter", &bad))) {
-            for (int k = 0; k < 5; k++)
-                if (strcmp(v, filter_names[k]) == 0) kind = k;
-            if (kind < 0) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--filter", &bad))) {
+            fv_filter_kind k;
+            if (fv_cli_filter_kind(v, &k)) {
                 fprintf(stderr,
                         "fovea-laplacian: --filter %s: use laplacian, sobel, scharr, prewitt or "
                         "custom\n",
                         v);
                 return 2;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--kernel", &bad))) {
-            if (parse_kernel(v, o)) return 2;
+            kind = (int)k;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--kernel", &bad))) {
+            if (fv_cli_parse_kernel(PROG, v, o->kernel, &o->filter)) return 2;
         } else if (strcmp(argv[i], "--gray") == 0 || strcmp(argv[i], "--grey") == 0) {
             o->filter.output = FV_FILTER_OUT_GRAY;
         } else if (strcmp(argv[i], "--color") == 0 || strcmp(argv[i], "--colour") == 0) {
             o->filter.output = FV_FILTER_OUT_COLOR;
         } else if (strcmp(argv[i], "--overlay") == 0) {
             o->filter.overlay = 1;
-        } else if ((v = opt_value(argc, argv, &i, "--threshold", &bad))) {
-            char *end;
-            errno = 0;
-            double t = strtod(v, &end);
-            if (errno || end == v || *end || !(t >= 0 && t <= 255)) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--threshold", &bad))) {
+            double t;
+            if (fv_cli_double(v, 0, 255, &t)) {
                 fprintf(stderr, "fovea-laplacian: --threshold %s: give a level, 0 to 255\n", v);
                 return 2;
             }
             o->filter.threshold = (float)t;
-        } else if ((v = opt_value(argc, argv, &i, "--gain", &bad))) {
-            char *end;
-            errno = 0;
-            double g = strtod(v, &end);
-            if (errno || end == v || *end || !(g > 0 && g < 1e6)) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--gain", &bad))) {
+            double g;
+            if (fv_cli_double(v, 0, 1e6, &g) || !(g > 0 && g < 1e6)) { /* both ends open */
                 fprintf(stderr, "fovea-laplacian: --gain %s: give a number > 0\n", v);
                 return 2;
             }
@@ -172,7 +112,7 @@ static int parse(int argc, char **argv, options *o) {
     }
     if (kind >= 0 && kind != FV_FILTER_CUSTOM && o->filter.kernel) {
         fprintf(stderr, "fovea-laplacian: --kernel goes with --filter custom, not %s\n",
-                filter_names[kind]);
+                fv_filter_kind_name((fv_filter_kind)kind));
         return 2;
     }
     if (kind == FV_FILTER_CUSTOM && !o->filter.kernel) {

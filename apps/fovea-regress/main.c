@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "fv_cli.h"
 #include "regress.h"
 
 typedef struct options {
@@ -75,7 +76,6 @@ static int parse_args(int argc, char **argv, options *o) {
             return 2;
         }
         const char *v = argv[++i];
-        char *end = NULL;
         if (strcmp(a, "--profile") == 0) {
             o->profile = v;
         } else if (strcmp(a, "--json") == 0) {
@@ -85,25 +85,18 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (strcmp(a, "--golden") == 0) {
             o->golden = v;
         } else if (strcmp(a, "--margin") == 0) {
-            errno = 0;
-            o->margin = strtod(v, &end);
-            if (errno || *end || !(o->margin >= 0 && o->margin <= 100)) {
+            if (fv_cli_double(v, 0, 100, &o->margin)) {
                 fprintf(stderr, "fovea-regress: --margin '%s': a number from 0 to 100\n", v);
                 return 2;
             }
         } else if (strcmp(a, "--device") == 0) {
-            errno = 0;
-            long d = strtol(v, &end, 10);
-            if (errno || *end || d < 0 || d > 255) {
+            long d;
+            if (fv_cli_long(v, 0, 255, &d)) {
                 fprintf(stderr, "fovea-regress: --device '%s': an index from 0 to 255\n", v);
                 return 2;
             }
             o->device = (int)d;
-        } else if (strcmp(v, "auto") == 0 || strcmp(v, "cuda") == 0 || strcmp(v, "cpu") == 0) {
-            o->backend = v[0] == 'a'   ? FV_BACKEND_AUTO
-                         : v[1] == 'u' ? FV_BACKEND_CUDA
-                                       : FV_BACKEND_CPU;
-        } else {
+        } else if (fv_cli_backend(v, &o->backend)) {
             fprintf(stderr, "fovea-regress: --backend '%s': auto, cuda or cpu\n", v);
             return 2;
         }

@@ -11,6 +11,9 @@
 #include <time.h>
 #include "fovea/fovea.h"
 #include "../best_practices.h"
+#include "fv_cli.h"
+
+#define PROG "fovea-calibrate"
 
 /* ---- what to tune ----------------------------------------------------------- */
 typedef struct cal_job {
@@ -74,10 +77,8 @@ static int cal_add(cal_list *l, const char *label, fv_conv2d_desc d, int bias) {
 }
 
 static int parse_int(const char *v, int lo, int hi, int *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) return -1;
+    long x;
+    if (fv_cli_long(v, lo, hi, &x)) return -1;
     *out = (int)x;
     return 0;
 }
@@ -491,30 +492,11 @@ typedef struct options {
     long ws_mib, pool_mib; /* 0: default */
 } options;
 
-/* "--name VALUE" or "--name=VALUE": returns VALUE and advances *i, or NULL. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, int *bad) {
-    size_t n = strlen(name);
-    const char *a = argv[*i];
-    if (strncmp(a, name, n) != 0) return NULL;
-    if (a[n] == '=') return a + n + 1;
-    if (a[n] != '\0') return NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "fovea-calibrate: %s needs a value\n", name);
-        *bad = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 static int parse_long(const char *opt, const char *v, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < lo || x > hi) {
+    if (fv_cli_long(v, lo, hi, out)) {
         fprintf(stderr, "fovea-calibrate: %s '%s': give a whole number %ld..%ld\n", opt, v, lo, hi);
         return -1;
     }
-    *out = x;
     return 0;
 }
 
@@ -535,46 +517,43 @@ static int parse_args(int argc, char **argv, options *o) {
                 if (cal_add(&o->list, fv_best_practices[b].name, fv_bp_desc(&fv_best_practices[b]),
                             0) != 0)
                     return 2;
-        } else if ((v = opt_value(argc, argv, &i, "-o", &bad)) ||
-                   (v = opt_value(argc, argv, &i, "--output", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "-o", &bad)) ||
+                   (v = fv_cli_opt_value(PROG, argc, argv, &i, "--output", &bad))) {
             o->out = v;
-        } else if ((v = opt_value(argc, argv, &i, "--conv", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--conv", &bad))) {
             if (cal_add_spec(&o->list, v, err, sizeof err) != 0) {
                 fprintf(stderr, "fovea-calibrate: --conv \"%s\": %s\n", v, err);
                 return 2;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--file", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--file", &bad))) {
             if (cal_add_file(&o->list, v, err, sizeof err) != 0) {
                 fprintf(stderr, "fovea-calibrate: --file %s\n", err);
                 return 2;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--edge-demo", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--edge-demo", &bad))) {
             if (cal_add_edge_demo(&o->list, v, err, sizeof err) != 0) {
                 fprintf(stderr, "fovea-calibrate: --edge-demo '%s': %s\n", v, err);
                 return 2;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--backend", &bad))) {
-            if (strcmp(v, "auto") == 0)
-                o->backend = FV_BACKEND_AUTO;
-            else if (strcmp(v, "cuda") == 0)
-                o->backend = FV_BACKEND_CUDA;
-            else {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--backend", &bad))) {
+            /* no cpu: the CPU backend has no engines to choose */
+            if (fv_cli_backend(v, &o->backend) || o->backend == FV_BACKEND_CPU) {
                 fprintf(stderr,
                         "fovea-calibrate: --backend '%s': use auto or cuda (calibrating needs a "
                         "GPU; the CPU backend has no engines to choose)\n",
                         v);
                 return 2;
             }
-        } else if ((v = opt_value(argc, argv, &i, "--device", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--device", &bad))) {
             if (parse_long("--device", v, 0, 1024, &x)) return 2;
             o->device = (int)x;
-        } else if ((v = opt_value(argc, argv, &i, "--workspace-limit", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--workspace-limit", &bad))) {
             if (parse_long("--workspace-limit", v, 1, 1L << 20, &o->ws_mib)) return 2;
-        } else if ((v = opt_value(argc, argv, &i, "--pool", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--pool", &bad))) {
             if (parse_long("--pool", v, 16, 1L << 22, &o->pool_mib)) return 2;
-        } else if ((v = opt_value(argc, argv, &i, "--profile-in", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--profile-in", &bad))) {
             o->profile_in = v;
-        } else if ((v = opt_value(argc, argv, &i, "--json", &bad))) {
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--json", &bad))) {
             o->json = v;
         } else if (!bad) {
             fprintf(stderr, "fovea-calibrate: unknown argument '%s' (try --help)\n", argv[i]);

@@ -79,6 +79,32 @@ int64_t fv__now_ns(void);
  * otherwise. */
 fv_status fv__host_convert(const fv_image *src, fv_image *dst);
 
+/* MJPEG decoder (mjpeg.c): decodes JPEG frames of one size into one
+ * buffer made at create (no allocation of its own per frame). Frames
+ * without Huffman tables (AVI1 MJPEG, as many USB cameras send) use the
+ * standard ones. */
+typedef struct fv__mjpeg fv__mjpeg;
+
+/* A decoder for width x height frames delivered in format (RGB24, BGR24,
+ * GRAY8, RGBA32 directly; YUYV, UYVY, NV12 through fv__host_convert, which
+ * need an even width, NV12 an even height too). *out is set on success and
+ * NULL otherwise. FV_ERR_BAD_PARAM (NULL out, size), FV_ERR_NOT_SUPPORTED
+ * (format), FV_ERR_OUT_OF_MEMORY. Messages begin "mjpeg_create: ". */
+fv_status fv__mjpeg_create(int width, int height, fv_pixel_format format, fv__mjpeg **out);
+
+/* Decodes the size bytes at data (not kept) and sets *frame to the decoded
+ * image (dense; owned by m, valid until the next decode or destroy; the
+ * pointer is the same every time), or NULL on failure. FV_ERR_FORMAT: not a
+ * JPEG, corrupt or truncated data, or a frame of another size (the message
+ * gives both sizes and what libjpeg said); m stays usable for the next
+ * frame. FV_ERR_BAD_PARAM: m, data or frame NULL. Messages begin
+ * "mjpeg_decode: ". */
+fv_status fv__mjpeg_decode(fv__mjpeg *m, const unsigned char *data, size_t size,
+                           const fv_image **frame);
+
+/* Frees m; NULL is allowed. */
+void fv__mjpeg_destroy(fv__mjpeg *m);
+
 /* A numbered file name: prefix, one %[0][width]d, suffix. */
 typedef struct fv__index_pattern {
     char prefix[4096], suffix[4096];

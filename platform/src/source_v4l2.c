@@ -2,14 +2,13 @@
  * example. The fd is non-blocking and capture polls with the source's
  * timeout; every ioctl retries EINTR; what the driver reports (bytesperline,
  * sizeimage, bytesused) is checked before it is used. Frames point into the
- * dequeued buffer (or, for MJPEG, into one decode buffer allocated at open),
+ * dequeued buffer (or, for MJPEG, into the decoder's buffer made at open: mjpeg.c),
  * which is queued again at the start of the next capture or at close. */
 #define _GNU_SOURCE /* O_CLOEXEC, nanosleep with -std=c11 */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
-#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -17,19 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/videodev2.h>
-#include "io_internal.h" /* stdio.h first: jpeglib.h needs FILE */
-#include <jpeglib.h>
-#include <jerror.h>
+#include "io_internal.h"
 
 #define MAX_BUFFERS  32
 #define OFFERS_CHARS 560 /* the offers list in a refusal stays within this */
-
-typedef struct mjpeg_dec {
-    struct jpeg_error_mgr err;
-    struct jpeg_decompress_struct d;
-    jmp_buf jmp;
-    char msg[JMSG_LENGTH_MAX];
-} mjpeg_dec;
 
 typedef struct v4l2_src {
     char path[128];
@@ -53,10 +43,7 @@ typedef struct v4l2_src {
     int have_seq;
     uint32_t last_seq;
     uint64_t dropped;
-    /* MJPEG: decoder and its output, allocated once at open */
-    mjpeg_dec *jpeg;
-    unsigned char *out; /* frame in `format` */
-    unsigned char *rgb; /* RGB24 staging when `format` is a YUV format */
+    fv__mjpeg *jpeg; /* MJPEG: decoder and its output buffer, made once at open */
 } v4l2_src;
 
 static int xioctl(int fd, unsigned long req, void *arg) {
@@ -139,19 +126,6 @@ static size_t frame_need(const v4l2_src *v) {
     if (is_mjpeg(v->fourcc)) return 0;
     size_t plane = (size_t)v->bytesperline * (size_t)v->height;
     return v->fourcc == V4L2_PIX_FMT_NV12 ? plane + plane / 2 : plane;
-}
-
-/* Row bytes of a dense image (NV12: the Y plane's). */
-static size_t dense_stride(fv_pixel_format f, int w) {
-    switch (f) {
-    case FV_PIXEL_YUYV:
-    case FV_PIXEL_UYVY:
-        return (size_t)w * 2;
-    case FV_PIXEL_NV12:
-        return (size_t)w;
-    default:
-        return (size_t)w * fv__image_file_bpp(f);
-    }
 }
 
 /* ---- what the camera offers -------------------------------------------- */
@@ -243,119 +217,12 @@ static void list_offers(int fd, uint32_t asked, char *out, size_t cap) {
 
 /* ---- MJPEG --------------------------------------------------------------- */
 
-static void jpeg_on_error(j_common_ptr c) {
-    mjpeg_dec *j = c->client_data;
-    j->err.format_message(c, j->msg);
-    longjmp(j->jmp, 1);
-}
-
-static void jpeg_on_message(j_common_ptr c, int level) {
-    mjpeg_dec *j = c->client_data;
-    /* corrupt or truncated data: libjpeg would pad with grey and go on */
-    if (level == -1 &&
-        (j->err.msg_code == JWRN_JPEG_EOF || j->err.msg_code == JWRN_HIT_MARKER ||
-         j->err.msg_code == JWRN_MUST_RESYNC || j->err.msg_code == JWRN_HUFF_BAD_CODE)) {
-        j->err.format_message(c, j->msg);
-        longjmp(j->jmp, 1);
-    }
-}
-
-static void jpeg_on_output(j_common_ptr c) {
-    (void)c;
-}
-
-static J_COLOR_SPACE jpeg_space(fv_pixel_format f, int *direct) {
-    *direct = 1;
-    switch (f) {
-    case FV_PIXEL_GRAY8:
-        return JCS_GRAYSCALE;
-#ifdef JCS_EXTENSIONS
-    case FV_PIXEL_BGR24:
-        return JCS_EXT_BGR;
-    case FV_PIXEL_RGBA32:
-        return JCS_EXT_RGBA;
-#endif
-    case FV_PIXEL_RGB24:
-        return JCS_RGB;
-    default:
-        *direct = 0;
-        return JCS_RGB;
-    }
-}
-
-/* Decodes size bytes at data into v->out (or v->rgb, then converted). 0 on
- * success; else j->msg says why. State that changes after setjmp lives in
- * *v and *j, not in locals. */
-static int mjpeg_run(v4l2_src *v, const unsigned char *data, size_t size) {
-    mjpeg_dec *j = v->jpeg;
-    if (setjmp(j->jmp)) return 1;
-    jpeg_mem_src(&j->d, data, (unsigned long)size);
-    jpeg_read_header(&j->d, TRUE);
-    if ((int)j->d.image_width != v->width || (int)j->d.image_height != v->height) {
-        snprintf(j->msg, sizeof j->msg, "frame is %ux%u, negotiated %dx%d",
-                 (unsigned)j->d.image_width, (unsigned)j->d.image_height, v->width, v->height);
-        return 1;
-    }
-    int direct;
-    j->d.out_color_space = jpeg_space(v->format, &direct);
-    jpeg_start_decompress(&j->d);
-    size_t bpp = (size_t)j->d.output_components;
-    size_t row = (size_t)v->width * bpp;
-    unsigned char *dst = direct ? v->out : v->rgb;
-    while (j->d.output_scanline < j->d.output_height) {
-        JSAMPROW r = dst + row * j->d.output_scanline;
-        jpeg_read_scanlines(&j->d, &r, 1);
-    }
-    jpeg_finish_decompress(&j->d);
-    return 0;
-}
-
-static fv_status mjpeg_decode(fv_source *src, const unsigned char *data, size_t size) {
-    v4l2_src *v = src->impl;
-    if (mjpeg_run(v, data, size)) {
-        jpeg_abort_decompress(&v->jpeg->d);
-        return fv__error(FV_ERR_FORMAT, "source_capture: %s: broken MJPEG frame (%zu bytes): %s",
-                         src->desc.uri, size, v->jpeg->msg);
-    }
-    int direct;
-    jpeg_space(v->format, &direct);
-    if (direct) return FV_OK;
-    fv_image in = {.format = FV_PIXEL_RGB24,
-                   .width = v->width,
-                   .height = v->height,
-                   .stride = (size_t)v->width * 3,
-                   .data = v->rgb};
-    fv_image out = {.format = v->format, .width = v->width, .height = v->height, .data = v->out};
-    return fv__host_convert(&in, &out);
-}
-
-static fv_status mjpeg_setup(fv_source *src) {
-    v4l2_src *v = src->impl;
-    size_t bytes = fv_image_bytes(v->format, v->width, v->height);
-    v->jpeg = calloc(1, sizeof *v->jpeg);
-    v->out = malloc(bytes);
-    int direct;
-    jpeg_space(v->format, &direct);
-    if (!direct) v->rgb = malloc((size_t)v->width * (size_t)v->height * 3);
-    if (!v->jpeg || !v->out || (!direct && !v->rgb))
-        return fv__error(FV_ERR_OUT_OF_MEMORY,
-                         "source_open: %s: out of host memory for a %dx%d MJPEG decode buffer",
-                         src->desc.uri, v->width, v->height);
-    mjpeg_dec *j = v->jpeg;
-    jpeg_std_error(&j->err);
-    j->err.error_exit = jpeg_on_error;
-    j->err.emit_message = jpeg_on_message;
-    j->err.output_message = jpeg_on_output;
-    j->d.err = &j->err;
-    j->d.client_data = j;
-    if (setjmp(j->jmp)) {
-        fv__error(FV_ERR_OUT_OF_MEMORY, "source_open: %s: libjpeg: %s", src->desc.uri, j->msg);
-        free(v->jpeg);
-        v->jpeg = NULL;
-        return FV_ERR_OUT_OF_MEMORY;
-    }
-    jpeg_create_decompress(&j->d);
-    return FV_OK;
+/* fv__mjpeg_* messages begin "mjpeg_<verb>: "; ours name the source instead. */
+static fv_status mjpeg_failed(fv_source *src, const char *op, fv_status s) {
+    const char *m = fv_last_error(), *colon = strstr(m, ": ");
+    char why[768];
+    snprintf(why, sizeof why, "%s", colon ? colon + 2 : m);
+    return fv__error(s, "%s: %s: %s", op, src->desc.uri, why);
 }
 
 /* ---- device ------------------------------------------------------------- */
@@ -620,10 +487,7 @@ static void v4l2_close(fv_source *src) {
     v4l2_src *v = src->impl;
     if (!v) return;
     stop_device(v);
-    if (v->jpeg) jpeg_destroy_decompress(&v->jpeg->d);
-    free(v->jpeg);
-    free(v->out);
-    free(v->rgb);
+    fv__mjpeg_destroy(v->jpeg);
     free(v);
     src->impl = NULL;
 }
@@ -756,21 +620,23 @@ static fv_status v4l2_capture(fv_source *src, uint32_t flags, fv_source_frame *o
                          v->buf[b.index].length);
     unsigned char *data = v->buf[b.index].start;
     if (is_mjpeg(v->fourcc)) {
-        fv_status s = mjpeg_decode(src, data, b.bytesused);
-        if (s != FV_OK) return s;
-        data = v->out;
-        need = fv_image_bytes(v->format, v->width, v->height);
+        const fv_image *img;
+        fv_status s = fv__mjpeg_decode(v->jpeg, data, b.bytesused, &img);
+        if (s != FV_OK) return mjpeg_failed(src, "source_capture", s);
+        out->image = *img;
+        out->bytes = fv_image_bytes(v->format, v->width, v->height);
+    } else {
+        out->image.format = v->format;
+        out->image.width = v->width;
+        out->image.height = v->height;
+        out->image.data = data;
+        out->image.stride = v->bytesperline;
+        if (v->format == FV_PIXEL_NV12) {
+            out->image.uv = data + out->image.stride * (size_t)v->height;
+            out->image.uv_stride = out->image.stride;
+        }
+        out->bytes = need;
     }
-    out->image.format = v->format;
-    out->image.width = v->width;
-    out->image.height = v->height;
-    out->image.data = data;
-    out->image.stride = is_mjpeg(v->fourcc) ? dense_stride(v->format, v->width) : v->bytesperline;
-    if (v->format == FV_PIXEL_NV12) {
-        out->image.uv = data + out->image.stride * (size_t)v->height;
-        out->image.uv_stride = out->image.stride;
-    }
-    out->bytes = need;
     if ((b.flags & V4L2_BUF_FLAG_TIMESTAMP_MASK) == V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC &&
         (b.timestamp.tv_sec || b.timestamp.tv_usec))
         out->timestamp_ns =
@@ -804,7 +670,10 @@ fv_status fv__source_open_v4l2(fv_source *src, const char *device) {
     if (s == FV_OK) {
         v->format = is_mjpeg(v->fourcc) ? (src->desc.format ? src->desc.format : FV_PIXEL_RGB24)
                                         : format_of(v->fourcc);
-        if (is_mjpeg(v->fourcc)) s = mjpeg_setup(src);
+        if (is_mjpeg(v->fourcc)) {
+            s = fv__mjpeg_create(v->width, v->height, v->format, &v->jpeg);
+            if (s != FV_OK) s = mjpeg_failed(src, "source_open", s);
+        }
     }
     if (s == FV_OK) s = start_stream(src, "source_open");
     if (s != FV_OK) {

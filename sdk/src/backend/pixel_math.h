@@ -9,6 +9,8 @@
 #define FOVEA_PIXEL_MATH_H
 
 #include <math.h>
+#include <stddef.h>
+#include "fovea/ops.h" /* fv_pixel_format */
 
 #ifdef __CUDACC__
 #define FV_HD __host__ __device__
@@ -85,6 +87,61 @@ FV_HD static inline float fv__mean3(float c0, float c1, float c2) {
 #else
     return fv__add(fv__add(c0, c1), c2) / 3.0f;
 #endif
+}
+
+/* The values of pixel x of a row before pack's scale (fv__pack_value):
+ * channels 1 (GRAY8 as is; luma from colour: Y for YUV formats,
+ * fv__rgb_to_gray otherwise) or 3 (R, G, B; YUV converted by
+ * fv__yuv_to_rgb). row: the start of the pixel's row; uv_row: for NV12, the
+ * start of UV row y / 2 (unused otherwise). Unknown formats give zeros. The
+ * one reading of every input format, for the CPU and CUDA pack and the
+ * fused filter. */
+FV_HD static inline void fv__read_pixel(fv_pixel_format f, const unsigned char *row,
+                                        const unsigned char *uv_row, int x, int channels,
+                                        float v[3]) {
+    float r, g, b, yy, u, w;
+    switch (f) {
+    case FV_PIXEL_GRAY8:
+        v[0] = row[x];
+        return;
+    case FV_PIXEL_RGB24:
+        r = row[3 * x], g = row[3 * x + 1], b = row[3 * x + 2];
+        break;
+    case FV_PIXEL_BGR24:
+        b = row[3 * x], g = row[3 * x + 1], r = row[3 * x + 2];
+        break;
+    case FV_PIXEL_RGBA32:
+        r = row[4 * x], g = row[4 * x + 1], b = row[4 * x + 2];
+        break;
+    case FV_PIXEL_YUYV: {
+        const unsigned char *pair = row + (size_t)(x & ~1) * 2; /* Y0 U Y1 V */
+        yy = pair[(x & 1) * 2], u = pair[1], w = pair[3];
+        goto yuv;
+    }
+    case FV_PIXEL_UYVY: {
+        const unsigned char *pair = row + (size_t)(x & ~1) * 2; /* U Y0 V Y1 */
+        yy = pair[1 + (x & 1) * 2], u = pair[0], w = pair[2];
+        goto yuv;
+    }
+    case FV_PIXEL_NV12: {
+        const unsigned char *uv = uv_row + (size_t)(x & ~1);
+        yy = row[x], u = uv[0], w = uv[1];
+        goto yuv;
+    }
+    default:
+        v[0] = v[1] = v[2] = 0.0f;
+        return;
+    }
+    if (channels == 1)
+        v[0] = fv__rgb_to_gray(r, g, b);
+    else
+        v[0] = r, v[1] = g, v[2] = b;
+    return;
+yuv:
+    if (channels == 1)
+        v[0] = yy;
+    else
+        fv__yuv_to_rgb(yy, u, w, &v[0], &v[1], &v[2]);
 }
 
 #endif

@@ -24,66 +24,19 @@
 #include "cpu.h"
 #include "../pixel_math.h"
 
-/* Pixel (x, y) of src as the three values R, G, B (YUV converted) or, for
- * one channel, its luma in *g. */
-static void read_pixel(const fv_image *src, int x, int y, int channels, float *r, float *g,
-                       float *b) {
-    const unsigned char *row = (const unsigned char *)src->data + (size_t)y * src->stride;
-    float Y, U, V;
-    switch (src->format) {
-    case FV_PIXEL_GRAY8:
-        *g = row[x];
-        return;
-    case FV_PIXEL_RGB24:
-    case FV_PIXEL_BGR24:
-    case FV_PIXEL_RGBA32: {
-        const unsigned char *px = row + (size_t)x * (src->format == FV_PIXEL_RGBA32 ? 4 : 3);
-        int bgr = src->format == FV_PIXEL_BGR24;
-        *r = px[bgr ? 2 : 0];
-        *g = px[1];
-        *b = px[bgr ? 0 : 2];
-        if (channels == 1) *g = fv__rgb_to_gray(*r, *g, *b);
-        return;
-    }
-    case FV_PIXEL_YUYV: {
-        const unsigned char *pair = row + (size_t)(x / 2) * 4;
-        Y = pair[(x & 1) * 2];
-        U = pair[1];
-        V = pair[3];
-        break;
-    }
-    case FV_PIXEL_UYVY: {
-        const unsigned char *pair = row + (size_t)(x / 2) * 4; /* U Y0 V Y1 */
-        Y = pair[1 + (x & 1) * 2];
-        U = pair[0];
-        V = pair[2];
-        break;
-    }
-    case FV_PIXEL_NV12: {
-        const unsigned char *uv =
-            (const unsigned char *)src->uv + (size_t)(y / 2) * src->uv_stride + (size_t)(x / 2) * 2;
-        Y = row[x];
-        U = uv[0];
-        V = uv[1];
-        break;
-    }
-    default:
-        *r = *g = *b = 0.0f;
-        return;
-    }
-    if (channels == 1)
-        *g = Y;
-    else
-        fv__yuv_to_rgb(Y, U, V, r, g, b);
-}
-
 fv_status fv__cpu_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst,
                        const fv_pack_desc *d) {
     const size_t cs = (size_t)dst->shape.c_stored;
     for (int y = 0; y < src->height; y++)
         for (int x = 0; x < src->width; x++) {
-            float r = 0.0f, g = 0.0f, b = 0.0f;
-            read_pixel(src, x, y, d->channels, &r, &g, &b);
+            const unsigned char *row = (const unsigned char *)src->data + (size_t)y * src->stride;
+            const unsigned char *uv =
+                src->format == FV_PIXEL_NV12
+                    ? (const unsigned char *)src->uv + (size_t)(y / 2) * src->uv_stride
+                    : NULL;
+            float v[3] = {0.0f, 0.0f, 0.0f};
+            fv__read_pixel(src->format, row, uv, x, d->channels, v);
+            const float r = v[0], g = d->channels == 1 ? v[0] : v[1], b = v[2];
             size_t i = ((size_t)y * src->width + (size_t)x) * cs;
             if (d->channels == 1) {
                 fv__cpu_store(dst, i, fv__pack_value(g, d->scale, d->bias));

@@ -1,0 +1,51 @@
+/* fv_cli: option parsing shared by fovea's command-line programs
+ * (fovea-edge, fovea-laplacian, fovea-regress, fovea-calibrate).
+ *
+ * App-side code, not SDK: the functions documented as printing write one
+ * usage-error line to stderr, "PROG: ...", and the caller decides the exit
+ * status. The others print nothing. All return 0 on success and -1 on
+ * failure, leaving their outputs untouched on failure (unless said). */
+#ifndef FV_CLI_H
+#define FV_CLI_H
+
+#include "fovea/fovea.h"
+
+/* The value of option `name` at argv[*i], given as "NAME VALUE" (then *i is
+ * advanced past VALUE) or as "NAME=VALUE". Returns NULL when argv[*i] is
+ * another option (*bad untouched), or when NAME is the last argument: then
+ * prints "PROG: NAME needs a value" and sets *bad to 1. All pointers must be
+ * non-NULL; the result points into argv. */
+const char *fv_cli_opt_value(const char *prog, int argc, char **argv, int *i, const char *name,
+                             int *bad);
+
+/* The whole of v as a number (strtod), within [lo, hi]. Refuses an empty v,
+ * trailing characters, overflow and NaN. Prints nothing. */
+int fv_cli_double(const char *v, double lo, double hi, double *out);
+
+/* The whole of v as a base-10 integer (strtol), within [lo, hi]. Refuses an
+ * empty v, trailing characters and overflow. Prints nothing. */
+int fv_cli_long(const char *v, long lo, long hi, long *out);
+
+/* fv_cli_double(v, lo, hi, out); on failure prints
+ * "PROG: NAME V: give a number from LO to HI". */
+int fv_cli_parse_num(const char *prog, const char *name, const char *v, double lo, double hi,
+                     double *out);
+
+/* "auto", "cpu" or "cuda" (exact, lower case). Prints nothing. */
+int fv_cli_backend(const char *v, fv_backend *out);
+
+/* A filter name as fv_filter_kind_name() spells it: "laplacian", "sobel",
+ * "scharr", "prewitt" or "custom". Prints nothing. */
+int fv_cli_filter_kind(const char *v, fv_filter_kind *out);
+
+/* A custom kernel "R,C:V,V,..." (the --kernel option): R rows and C
+ * columns, odd, 1 to FV_FILTER_MAX_KERNEL, then R*C comma-separated values,
+ * row by row, each in (-1e6, 1e6). On success writes the values to
+ * `values` (room for FV_FILTER_MAX_KERNEL^2 floats, which must outlive
+ * `filter`'s use) and sets filter->kernel, kernel_rows, kernel_cols and
+ * kind = FV_FILTER_CUSTOM; other fields are untouched. On failure prints
+ * what is wrong ("PROG: --kernel V: ..."), leaves `filter` untouched and
+ * `values` possibly partly written. */
+int fv_cli_parse_kernel(const char *prog, const char *v, float *values, fv_filter_desc *filter);
+
+#endif
