@@ -529,10 +529,14 @@ static int run(options *o) {
                 ci.device_name[0] ? ci.device_name : fv_backend_name(ci.backend), fi.path,
                 pi.cuda_graph ? ", CUDA graphs" : "", ki.kind, ki.name, ki.detail,
                 why[0] ? "\n  output chosen: " : "", why, pi.slots, pi.slots == 1 ? "" : "s",
-                pi.policy == FV_MEMORY_POLICY_ZERO_COPY ? "zero-copy mapped" : "pinned + device",
+                ci.backend != FV_BACKEND_CUDA             ? "host"
+                : pi.policy == FV_MEMORY_POLICY_ZERO_COPY ? "zero-copy mapped"
+                                                          : "pinned + device",
                 o->low_latency ? ", low latency (stale frames dropped)" : "",
                 o->cuda_graph && !pi.cuda_graph ? ", no CUDA graphs: " : "");
     if (!o->json && o->cuda_graph && !pi.cuda_graph) fprintf(stderr, "  (%s)\n", pi.cuda_graph_why);
+    if (!o->json && ci.no_gpu_reason[0])
+        fprintf(stderr, "  on the CPU backend: %s\n", ci.no_gpu_reason);
 
     static window w;
     static totals t;

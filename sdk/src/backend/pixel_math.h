@@ -93,9 +93,10 @@ FV_HD static inline float fv__mean3(float c0, float c1, float c2) {
  * channels 1 (GRAY8 as is; luma from colour: Y for YUV formats,
  * fv__rgb_to_gray otherwise) or 3 (R, G, B; YUV converted by
  * fv__yuv_to_rgb). row: the start of the pixel's row; uv_row: for NV12, the
- * start of UV row y / 2 (unused otherwise). Unknown formats give zeros. The
- * one reading of every input format, for the CPU and CUDA pack and the
- * fused filter. */
+ * start of UV row y / 2 (unused otherwise). Unknown formats give zeros.
+ * The CPU pack reads pixels with it; the CUDA pack (kernels/pack.cu) and the
+ * fused filter (kernels/filter_fused.cu) still carry their own copy of the
+ * same switch, to be replaced by this once that change is run on a GPU. */
 FV_HD static inline void fv__read_pixel(fv_pixel_format f, const unsigned char *row,
                                         const unsigned char *uv_row, int x, int channels,
                                         float v[3]) {
