@@ -150,10 +150,13 @@ static void version_str(int v, int cudnn, char *out, size_t n) {
 static void context_section(rg_report *r, const fv_context_info *in) {
     if (in->backend == FV_BACKEND_CUDA)
         rg_add(r, "context", "device", RG_INFO, NAN, NAN, "",
-               "%s (CUDA device %d), sm %d.%d, %d SMs, %s, %.1f GiB", in->device_name,
+               "%s (CUDA device %d), sm %d.%d, %d SMs, %s%s, %.1f GiB; frames: %s", in->device_name,
                in->device_index, in->sm_major, in->sm_minor, in->multiprocessors,
                in->integrated ? "integrated (shared memory)" : "discrete",
-               (double)in->device_memory_total / (1 << 30));
+               in->tegra ? ", Tegra" : "", (double)in->device_memory_total / (1 << 30),
+               in->memory_policy == FV_MEMORY_POLICY_ZERO_COPY
+                   ? "zero-copy mapped memory"
+                   : "device memory with pinned staging copies");
     else
         rg_add(r, "context", "device", RG_INFO, NAN, NAN, "", "CPU backend: %s, %d threads",
                in->device_name, in->multiprocessors);

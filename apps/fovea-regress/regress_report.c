@@ -90,9 +90,12 @@ int rg_write_json(const char *path, const rg_report *r, const fv_context_info *i
         json_str(f, in->device_name);
         fprintf(f,
                 ", \"device_index\": %d, \"sm\": \"%d.%d\", \"multiprocessors\": %d, "
-                "\"integrated\": %s, \"tensor_cores\": %s, \"tensor_core_reason\": ",
+                "\"integrated\": %s, \"tegra\": %s, \"memory_policy\": \"%s\", "
+                "\"tensor_cores\": %s, \"tensor_core_reason\": ",
                 in->device_index, in->sm_major, in->sm_minor, in->multiprocessors,
-                in->integrated ? "true" : "false", in->tensor_cores ? "true" : "false");
+                in->integrated ? "true" : "false", in->tegra ? "true" : "false",
+                in->memory_policy == FV_MEMORY_POLICY_ZERO_COPY ? "zero-copy" : "device",
+                in->tensor_cores ? "true" : "false");
         json_str(f, in->tensor_core_reason);
         fprintf(
             f,
