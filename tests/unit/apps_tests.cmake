@@ -79,7 +79,7 @@ if(TARGET fovea-edge AND NOT CMAKE_CROSSCOMPILING)
   add_executable(test_edge_app test_edge_app.c)
   target_link_libraries(test_edge_app PRIVATE fv_testutil fovea_platform fovea_warnings m)
   set(_work ${CMAKE_CURRENT_BINARY_DIR}/app-runs)
-  foreach(_mode run errors default)
+  foreach(_mode run errors default options interrupt)
     add_test(NAME app_edge_${_mode}
              COMMAND test_edge_app ${_mode} $<TARGET_FILE:fovea-edge> ${_work})
     set_tests_properties(app_edge_${_mode} PROPERTIES LABELS "unit;app" TIMEOUT 300)

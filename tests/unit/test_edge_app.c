@@ -7,11 +7,14 @@
  *   default  no arguments and no display: the bundled test:// source to
  *            edges.mp4 (or edges_NNNN.png without an H.264 encoder) in the
  *            working directory, and it says where.
- * usage: test_edge_app run|errors|default APP WORKDIR */
+ *   options  --low-latency, --duration, --quiet, --cuda-graph on the CPU;
+ *   interrupt SIGINT: the video (or images) written so far is complete.
+ * usage: test_edge_app run|errors|default|options|interrupt APP WORKDIR */
 #define _GNU_SOURCE 1 /* posix_spawn_file_actions_addchdir_np */
 #include "fv_test.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +42,28 @@ static int run_app(char *const argv[], const char *dir, const char *log) {
     int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (e != 0) fail_msg("cannot run %s: %s", argv[0], strerror(e));
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) fail_msg("waitpid: %s", strerror(errno));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Starts argv with stdout and stderr into log (no display); returns the pid. */
+static pid_t start_app(char *const argv[], const char *log) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    unsetenv("DISPLAY");
+    unsetenv("WAYLAND_DISPLAY");
+    pid_t pid;
+    int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (e != 0) fail_msg("cannot run %s: %s", argv[0], strerror(e));
+    return pid;
+}
+
+static int wait_app(pid_t pid) {
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR) fail_msg("waitpid: %s", strerror(errno));
@@ -158,9 +183,84 @@ static void edge_default(void **state) {
     free(text);
 }
 
+/* The run options: --low-latency (one in flight, the newest frame: a fast
+ * source's frames are dropped and counted), --duration, --cuda-graph on the
+ * CPU backend (reported off, with the reason), --quiet. */
+static void edge_options(void **state) {
+    (void)state;
+    char log[1024];
+    snprintf(log, sizeof log, "%s/edge_options.log", work_dir);
+    char *ll[] = {(char *)app,      "--backend", "cpu",           "--low-latency",
+                  "--frames",       "6",         "--input-width", "64",
+                  "--input-height", "48",        "--json",        "test://?fps=400",
+                  "null://",        NULL};
+    int rc = run_app(ll, NULL, log);
+    char *text = slurp(log);
+    if (rc != 0 || !strstr(text, "\"frames_out\":6,") || !strstr(text, "\"slots\":1,"))
+        fail_msg("--low-latency: exit %d, want 6 frames through 1 slot:\n%s", rc, text);
+    free(text);
+    char *dur[] = {(char *)app, "--backend",      "cpu",     "--duration", "0.5",
+                   "--quiet",   "test://?fps=20", "null://", NULL};
+    rc = run_app(dur, NULL, log);
+    text = slurp(log);
+    if (rc != 0 || !strstr(text, "duration reached") || strstr(text, "fps  out"))
+        fail_msg("--duration 0.5 --quiet: exit %d:\n%s", rc, text);
+    free(text);
+    char *graph[] = {
+        (char *)app, "--backend",      "cpu", "--cuda-graph",  "--frames", "2", "--input-width",
+        "32",        "--input-height", "16",  "test://?fps=0", "null://",  NULL};
+    rc = run_app(graph, NULL, log);
+    text = slurp(log);
+    if (rc != 0 || !strstr(text, "no CUDA graphs") || !strstr(text, "cpu"))
+        fail_msg("--cuda-graph on the CPU: exit %d, want the reason it is off:\n%s", rc, text);
+    free(text);
+}
+
+/* Ctrl-C: the output written so far is finished (a video still decodes,
+ * numbered images are all there) and the program exits 0 with its summary. */
+static void edge_interrupt(void **state) {
+    (void)state;
+    char dir[1024], log[1100], out[1100], first[1100];
+    snprintf(dir, sizeof dir, "%s/edge_interrupt", work_dir);
+    mkdir(dir, 0755);
+    snprintf(log, sizeof log, "%s/run.log", dir);
+    fv_source_desc probe = {.uri = "gst://videotestsrc num-buffers=1"};
+    fv_source *ps = NULL;
+    int video = fv_source_open(&probe, &ps) == FV_OK; /* GStreamer in this build */
+    fv_source_close(ps);
+    snprintf(out, sizeof out, video ? "file://%s/cut.mkv" : "file://%s/cut_%%04d.png", dir);
+    snprintf(first, sizeof first, video ? "%s/cut.mkv" : "%s/cut_0000.png", dir);
+    unlink(first);
+    char *argv[] = {
+        (char *)app,      "--backend", "cpu", "--input-width", "160", "--input-height", "120",
+        "test://?fps=30", out,         NULL};
+    pid_t pid = start_app(argv, log);
+    usleep(1500 * 1000);
+    kill(pid, SIGINT);
+    int rc = wait_app(pid);
+    char *text = slurp(log);
+    if (rc != 0 || !strstr(text, "interrupted")) fail_msg("after SIGINT: exit %d:\n%s", rc, text);
+    free(text);
+    assert_true(exists(first));
+    if (video) { /* the file is complete: it decodes to the end */
+        char uri[1200];
+        snprintf(uri, sizeof uri, "file://%s", first);
+        fv_source *src = NULL;
+        FV_ASSERT_OK(fv_source_open(&(fv_source_desc){.uri = uri}, &src));
+        int n = 0;
+        fv_source_frame fr;
+        fv_status st;
+        while ((st = fv_source_capture(src, 0, &fr)) == FV_OK)
+            n++;
+        assert_int_equal(st, FV_ERR_END_OF_STREAM);
+        assert_true(n >= 10); /* 1.5 s at 30 fps */
+        fv_source_close(src);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
-        fprintf(stderr, "usage: test_edge_app run|errors|default APP WORKDIR\n");
+        fprintf(stderr, "usage: test_edge_app run|errors|default|options|interrupt APP WORKDIR\n");
         return 2;
     }
     app = argv[2], work_dir = argv[3];
@@ -168,6 +268,10 @@ int main(int argc, char **argv) {
     const struct CMUnitTest run[] = {cmocka_unit_test(edge_run)};
     const struct CMUnitTest errors[] = {cmocka_unit_test(edge_errors)};
     const struct CMUnitTest def[] = {cmocka_unit_test(edge_default)};
+    const struct CMUnitTest opts[] = {cmocka_unit_test(edge_options)};
+    const struct CMUnitTest intr[] = {cmocka_unit_test(edge_interrupt)};
+    if (!strcmp(argv[1], "options")) return cmocka_run_group_tests(opts, NULL, NULL);
+    if (!strcmp(argv[1], "interrupt")) return cmocka_run_group_tests(intr, NULL, NULL);
     if (!strcmp(argv[1], "run")) return cmocka_run_group_tests(run, NULL, NULL);
     if (!strcmp(argv[1], "errors")) return cmocka_run_group_tests(errors, NULL, NULL);
     if (!strcmp(argv[1], "default")) return cmocka_run_group_tests(def, NULL, NULL);

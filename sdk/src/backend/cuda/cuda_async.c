@@ -84,7 +84,7 @@ fv_status fv__cuda_graph_end(fv_context *ctx, void **out) {
     cudaGraph_t g = NULL;
     cudaGraphExec_t x = NULL;
     FV_CUDA_TRY(cudaStreamEndCapture(fv__cuda_stream(ctx), &g));
-    cudaError_t r = cudaGraphInstantiate(&x, g, 0);
+    cudaError_t r = FV__GRAPH_INSTANTIATE(&x, g);
     cudaGraphDestroy(g);
     FV_CUDA_TRY(r);
     *out = x;

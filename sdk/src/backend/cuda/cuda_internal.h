@@ -96,4 +96,12 @@ fv_status fv__cuda_graph_end(fv_context *ctx, void **graph);
 fv_status fv__cuda_graph_launch(fv_context *ctx, void *graph);
 void fv__cuda_graph_destroy(fv_context *ctx, void *graph);
 
+/* cudaGraphInstantiate(exec, graph, flags) is CUDA 12's; CUDA 11.x (JetPack 5)
+ * takes (exec, graph, error node, log buffer, log size). */
+#if CUDART_VERSION >= 12000
+#define FV__GRAPH_INSTANTIATE(exec, graph) cudaGraphInstantiate(exec, graph, 0)
+#else
+#define FV__GRAPH_INSTANTIATE(exec, graph) cudaGraphInstantiate(exec, graph, NULL, NULL, 0)
+#endif
+
 #endif
