@@ -89,7 +89,8 @@ static void usage(FILE *f) {
         "  --help\n"
         "\n"
         "Examples:\n"
-        "  " PROG "                                   # test:// to the display or edges.mp4\n"
+        "  " PROG
+        "                                   # 150 frames of test:// to the display or edges.mp4\n"
         "  " PROG " v4l2:///dev/video0 display://0\n"
         "  " PROG " --input-width 1280 --input-height 720 --input-format mjpeg "
         "v4l2:///dev/video0\n"
