@@ -70,8 +70,8 @@ static int bpp(fv_pixel_format f) {
     }
 }
 
-static const fv_pixel_format all_formats[] = {FV_PIXEL_GRAY8, FV_PIXEL_RGB24, FV_PIXEL_BGR24,
-                                              FV_PIXEL_RGBA32, FV_PIXEL_YUYV, FV_PIXEL_NV12,
+static const fv_pixel_format all_formats[] = {FV_PIXEL_GRAY8,  FV_PIXEL_RGB24, FV_PIXEL_BGR24,
+                                              FV_PIXEL_RGBA32, FV_PIXEL_YUYV,  FV_PIXEL_NV12,
                                               FV_PIXEL_UYVY};
 
 typedef struct pack_case {

@@ -147,8 +147,8 @@ static void pack_case(fv_pixel_format f, int w, int h, int extra, int uv_extra, 
 
 static void test_pack_formats(void **state) {
     fv_test_seed(21);
-    const fv_pixel_format fmts[7] = {FV_PIXEL_GRAY8, FV_PIXEL_RGB24, FV_PIXEL_BGR24,
-                                     FV_PIXEL_RGBA32, FV_PIXEL_YUYV, FV_PIXEL_NV12,
+    const fv_pixel_format fmts[7] = {FV_PIXEL_GRAY8,  FV_PIXEL_RGB24, FV_PIXEL_BGR24,
+                                     FV_PIXEL_RGBA32, FV_PIXEL_YUYV,  FV_PIXEL_NV12,
                                      FV_PIXEL_UYVY};
     const fv_dtype dts[2] = {FV_DTYPE_F32, FV_DTYPE_F16};
     for (int i = 0; i < 7; i++)

@@ -31,8 +31,8 @@ static fv_status check_args(fv_context *ctx, fv_pixel_format f, int w, int h) {
     FV_REQUIRE(fv_image_bytes(f, w, h) != 0, FV_ERR_BAD_PARAM,
                "fv_frame_buffer_create: pixel format %d is unknown", (int)f);
     if (f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY)
-        FV_REQUIRE(w % 2 == 0, FV_ERR_BAD_PARAM,
-                   "fv_frame_buffer_create: %s width %d must be even", fv_pixel_format_name(f), w);
+        FV_REQUIRE(w % 2 == 0, FV_ERR_BAD_PARAM, "fv_frame_buffer_create: %s width %d must be even",
+                   fv_pixel_format_name(f), w);
     if (f == FV_PIXEL_NV12)
         FV_REQUIRE(w % 2 == 0 && h % 2 == 0, FV_ERR_BAD_PARAM,
                    "fv_frame_buffer_create: NV12 size %dx%d must be even in both dimensions", w, h);

@@ -350,10 +350,10 @@ fv_status fv_image_unpack(fv_context *ctx, const fv_tensor *src, fv_image *dst,
     FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "%s: ctx is NULL", op);
     fv_image img;
     FV_TRY(image_normalize(op, dst, &img));
-    FV_REQUIRE(img.format != FV_PIXEL_YUYV && img.format != FV_PIXEL_UYVY &&
-                   img.format != FV_PIXEL_NV12, FV_ERR_NOT_SUPPORTED,
-               "%s: writing %s is not supported (GRAY8, RGB24, BGR24, RGBA32 are)", op,
-               fv_pixel_format_name(img.format));
+    FV_REQUIRE(
+        img.format != FV_PIXEL_YUYV && img.format != FV_PIXEL_UYVY && img.format != FV_PIXEL_NV12,
+        FV_ERR_NOT_SUPPORTED, "%s: writing %s is not supported (GRAY8, RGB24, BGR24, RGBA32 are)",
+        op, fv_pixel_format_name(img.format));
     fv_unpack_desc d;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;

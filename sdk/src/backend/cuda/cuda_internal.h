@@ -78,7 +78,6 @@ fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor 
 fv_status fv__cuda_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
 void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out);
 
-
 /* cuda_async.c: fv_pipeline's streams, events, copies and graphs (see the
  * backend table in core/internal.h). */
 fv_status fv__cuda_stream_create(fv_context *ctx, void **stream);
