@@ -1,4 +1,7 @@
+#define _DEFAULT_SOURCE 1 /* mkdtemp */
 #include "fv_test.h"
+#include <dirent.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,4 +94,25 @@ const char *fv_test_data_path(const char *name) {
     static char buf[1024];
     snprintf(buf, sizeof buf, "%s/%s", FV_TEST_DATA_DIR, name);
     return buf;
+}
+
+int fv_test_temp_dir(const char *prefix, char *out, size_t n) {
+    const char *base = getenv("TMPDIR");
+    if (snprintf(out, n, "%s/%s_XXXXXX", base && *base ? base : "/tmp", prefix) >= (int)n)
+        return -1;
+    return mkdtemp(out) ? 0 : -1;
+}
+
+void fv_test_remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
 }

@@ -51,4 +51,10 @@ fv_context *fv_test_gpu_context_or_skip(void);
 /* Path of a bundled data file (data/NAME). Static buffer. */
 const char *fv_test_data_path(const char *name);
 
+/* A fresh directory under $TMPDIR (or /tmp) named <prefix>_XXXXXX, written
+ * to out (n bytes); 0 on success, -1 on failure. */
+int fv_test_temp_dir(const char *prefix, char *out, size_t n);
+/* Removes the files in dir (one level) and dir itself; missing dir ignored. */
+void fv_test_remove_tree(const char *dir);
+
 #endif

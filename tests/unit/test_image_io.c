@@ -577,33 +577,14 @@ static void failed_save(void **state) {
 }
 
 /* ---- set-up ------------------------------------------------------------- */
-static void remove_tree(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    char p[1024];
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
-            chmod(p, 0755);
-            remove_tree(p);
-        } else {
-            unlink(p);
-        }
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static int group_setup(void **state) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/fv_image_io_XXXXXX", base && *base ? base : "/tmp");
-    return mkdtemp(tmp_dir) ? 0 : -1;
+    (void)state;
+    return fv_test_temp_dir("fv_image_io", tmp_dir, sizeof tmp_dir);
 }
 
 static int group_teardown(void **state) {
-    remove_tree(tmp_dir);
+    (void)state;
+    fv_test_remove_tree(tmp_dir);
     return 0;
 }
 

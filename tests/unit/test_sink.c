@@ -224,30 +224,14 @@ static void write_errors(void **state) {
     FV_ASSERT_OK(fv_sink_close(s));
 }
 
-static void remove_tree(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char p[600];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static int group_setup(void **state) {
     (void)state;
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/fv_sink_XXXXXX", base && *base ? base : "/tmp");
-    return mkdtemp(tmp_dir) ? 0 : -1;
+    return fv_test_temp_dir("fv_sink", tmp_dir, sizeof tmp_dir);
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    remove_tree(tmp_dir);
+    fv_test_remove_tree(tmp_dir);
     return 0;
 }
 

@@ -3,7 +3,6 @@
  * conversion they share (fv__host_convert). Pixel values of the bundled
  * photos are those test_image_io checks against OpenCV. */
 #include "fv_test.h"
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -540,30 +539,14 @@ static void convert(void **state) {
     FV_ASSERT_STATUS(fv__host_convert(NULL, &src), FV_ERR_BAD_PARAM, "src is NULL");
 }
 
-static void remove_tree(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char p[600];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static int group_setup(void **state) {
     (void)state;
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/fv_source_XXXXXX", base && *base ? base : "/tmp");
-    return mkdtemp(tmp_dir) ? 0 : -1;
+    return fv_test_temp_dir("fv_source", tmp_dir, sizeof tmp_dir);
 }
 
 static int group_teardown(void **state) {
     (void)state;
-    remove_tree(tmp_dir);
+    fv_test_remove_tree(tmp_dir);
     return 0;
 }
 
