@@ -111,7 +111,7 @@ void fv_test_remove_tree(const char *dir) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         char p[4096];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        unlink(p);
+        if (unlink(p) != 0) fv_test_remove_tree(p); /* a subdirectory */
     }
     closedir(d);
     rmdir(dir);

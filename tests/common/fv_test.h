@@ -54,7 +54,7 @@ const char *fv_test_data_path(const char *name);
 /* A fresh directory under $TMPDIR (or /tmp) named <prefix>_XXXXXX, written
  * to out (n bytes); 0 on success, -1 on failure. */
 int fv_test_temp_dir(const char *prefix, char *out, size_t n);
-/* Removes the files in dir (one level) and dir itself; missing dir ignored. */
+/* Removes dir and everything in it; a missing dir is ignored. */
 void fv_test_remove_tree(const char *dir);
 
 #endif
