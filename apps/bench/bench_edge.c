@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 #include "fovea/fovea.h"
+#include "fv_cli.h"
 #include "fovea/pipeline.h"
 
 int bench_cmd_edge(int argc, char **argv);
@@ -160,9 +161,8 @@ static void fill_random(unsigned char *p, size_t n) {
 }
 
 static int parse_int(const char *opt, const char *v, int lo, int *out) {
-    char *end = NULL;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || x < lo || x > 100000000) {
+    long x;
+    if (!v || fv_cli_long(v, lo, 100000000, &x) != 0) {
         fprintf(stderr, "fovea-bench edge: %s needs an integer >= %d\n", opt, lo);
         return 1;
     }

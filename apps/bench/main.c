@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include "fovea/fovea.h"
+#include "fv_cli.h"
 #include "bench_conv.h"
 
 /* bench_edge.c, built with the CUDA backend only. */
@@ -81,9 +82,8 @@ static float rand_uniform(float lo, float hi) {
 }
 
 static int parse_int(const char *opt, const char *v, int lo, int *out) {
-    char *end = NULL;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (!v || *end || x < lo || x > 1000000) {
+    long x;
+    if (!v || fv_cli_long(v, lo, 1000000, &x) != 0) {
         fprintf(stderr, "fovea-bench: %s needs an integer >= %d\n", opt, lo);
         return 1;
     }
