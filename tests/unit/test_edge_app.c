@@ -154,6 +154,16 @@ static void edge_errors(void **state) {
     assert_int_equal(run_app(lone, NULL, log), 2);
     char *filt[] = {(char *)app, "--filter", "blur", NULL};
     assert_int_equal(run_app(filt, NULL, log), 2);
+    char *mem[] = {(char *)app, "--memory", "bogus", NULL};
+    assert_int_equal(run_app(mem, NULL, log), 2);
+    char *slots[] = {(char *)app, "--slots", "17", NULL};
+    assert_int_equal(run_app(slots, NULL, log), 2);
+    char *eng[] = {(char *)app, "--backend", "cpu",           "--engine", "fused",
+                   "--frames",  "1",         "test://?fps=0", "null://",  NULL};
+    assert_int_equal(run_app(eng, NULL, log), 1); /* the fused engine is CUDA only */
+    text = slurp(log);
+    if (!strstr(text, "FUSED")) fail_msg("--engine fused on the CPU: no reason given:\n%s", text);
+    free(text);
     char *three[] = {(char *)app, "a", "b", "c", NULL};
     assert_int_equal(run_app(three, NULL, log), 2);
     char *help[] = {(char *)app, "--help", NULL};
