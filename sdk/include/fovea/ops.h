@@ -60,7 +60,16 @@ enum {
      * into the context's profile. Costs up to seconds per op at creation. */
     FV_CONV2D_AUTOTUNE = 1u << 0,
     /* Ignore the context's profile: choose by heuristics (or autotune). */
-    FV_CONV2D_NO_PROFILE = 1u << 1
+    FV_CONV2D_NO_PROFILE = 1u << 1,
+    /* CUDA: leave out fovea's own direct tensor-core kernel (path "direct",
+     * for small channel counts); choose among cuDNN's engines only. */
+    FV_CONV2D_NO_DIRECT = 1u << 2,
+    /* CUDA: run fovea's direct kernel (ignoring the profile and heuristics),
+     * or fail with FV_ERR_NOT_SUPPORTED saying why it cannot run the op
+     * (it needs groups 1, dilation 1, stored C 8, 16 or 32, K <= 64 and the
+     * shared memory). With FV_CONV2D_AUTOTUNE, only its variants are timed.
+     * The CPU backend ignores this flag and FV_CONV2D_NO_DIRECT. */
+    FV_CONV2D_DIRECT = 1u << 3
 };
 
 /* Plans a convolution: checks the desc, converts the weights once (FP16,
