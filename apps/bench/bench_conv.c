@@ -2,10 +2,12 @@
  * (calibration/best_practices.h), FP16 NHWC, through
  *   fovea heuristics (FV_CONV2D_NO_PROFILE),
  *   fovea autotuned (FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE),
+ *   fovea autotuned over cuDNN's engines only (... | FV_CONV2D_NO_DIRECT),
  *   fovea autotuned with bias + ReLU fused,
  *   raw legacy cuDNN, best of cudnnFindConvolutionForwardAlgorithmEx,
- * and with --profile the op created from a warm profile (create time, first
- * vs hundredth forward). Every output is checked against an FP32 reference
+ * and with --profile the op created from a warm profile --profile-repeats
+ * times (create time, first vs hundredth forward, medians over the
+ * creations). Every output is checked against an FP32 reference
  * (legacy cuDNN, float tensors, FMA math) before anything is timed; a shape
  * whose fovea error exceeds the tolerance gets no timings. conv_vs_pytorch.py
  * runs this with --json and adds PyTorch. */
@@ -26,8 +28,10 @@ int bench_cmd_conv(int argc, char **argv) {
 #else
 #include "fovea/fovea_cuda.h"
 
-enum { V_HEUR, V_AUTO, V_FUSED, V_LEGACY, V_COUNT };
-static const char *vnames[V_COUNT] = {"heuristic", "autotuned", "fused", "legacy"};
+/* The fovea variants come first (V_HEUR..V_FUSED): a shape where one of
+ * them fails its check reports no timings. */
+enum { V_HEUR, V_AUTO, V_CUDNN, V_FUSED, V_LEGACY, V_COUNT };
+static const char *vnames[V_COUNT] = {"heuristic", "autotuned", "cudnn", "fused", "legacy"};
 
 typedef struct shape_run {
     bc_shape s;
@@ -42,10 +46,10 @@ static void print_table(const bc_env *e, const bc_opts *o, const shape_run *sr, 
            e->info.device_name, e->info.sm_major, e->info.sm_minor, e->cudnn_version, e->cudnn_lib,
            o->iters, o->warmup,
            e->flush ? "scrubbed before each call" : "avoided by rotating buffers");
-    printf("%2s %-34s %7s %4s | %9s %9s %9s %9s | %6s %6s %6s | %8s %s\n", "#", "shape", "GFLOP",
-           "sets", "heur ms", "auto ms", "fused ms", "legacy ms", "h/a", "f/a", "a/leg", "err",
-           "autotuned engine");
-    double lg[3] = {0}, cnt = 0;
+    printf("%2s %-34s %7s %4s | %9s %9s %9s %9s %9s | %6s %6s %6s %6s | %8s %s\n", "#", "shape",
+           "GFLOP", "sets", "heur ms", "auto ms", "cudnn ms", "fused ms", "legacy ms", "h/a", "f/a",
+           "a/cud", "a/leg", "err", "autotuned engine");
+    double lg[4] = {0}, cnt = 0;
     for (int i = 0; i < n; i++) {
         const shape_run *x = &sr[i];
         printf("%2d %-34s %7.2f %4d | ", x->s.index, x->s.name, bc_gflop(&x->s), x->nsets);
@@ -60,17 +64,19 @@ static void print_table(const bc_env *e, const bc_opts *o, const shape_run *sr, 
                 printf("%9s ", "-");
         double ha = x->r[V_HEUR].t.median_ms / x->r[V_AUTO].t.median_ms;
         double fa = x->r[V_FUSED].t.median_ms / x->r[V_AUTO].t.median_ms;
+        double ac = x->r[V_AUTO].t.median_ms / x->r[V_CUDNN].t.median_ms;
         double al = x->r[V_LEGACY].ok ? x->r[V_AUTO].t.median_ms / x->r[V_LEGACY].t.median_ms : 0;
-        printf("| %6.3f %6.3f %6.3f | %8.2g %s (%s)\n", ha, fa, al, x->r[V_AUTO].err,
+        printf("| %6.3f %6.3f %6.3f %6.3f | %8.2g %s (%s)\n", ha, fa, ac, al, x->r[V_AUTO].err,
                x->r[V_AUTO].info.engine, x->r[V_AUTO].info.layout);
         if (x->r[V_LEGACY].ok) {
-            lg[0] += log(ha), lg[1] += log(fa), lg[2] += log(al), cnt++;
+            lg[0] += log(ha), lg[1] += log(fa), lg[2] += log(ac), lg[3] += log(al), cnt++;
         }
     }
     if (cnt > 0)
         printf("geometric means over %d shapes: heuristic/autotuned %.3f (target <= 1.2), "
-               "fused/bare %.3f (target <= 1.05), autotuned/legacy %.3f\n",
-               (int)cnt, exp(lg[0] / cnt), exp(lg[1] / cnt), exp(lg[2] / cnt));
+               "fused/bare %.3f (target <= 1.05), autotuned/cudnn-only %.3f, autotuned/legacy "
+               "%.3f\n",
+               (int)cnt, exp(lg[0] / cnt), exp(lg[1] / cnt), exp(lg[2] / cnt), exp(lg[3] / cnt));
 }
 
 /* A shape with a wrong (or failed) fovea output reports no timings at all. */
@@ -92,7 +98,15 @@ static int run_shapes(const bc_env *e, const bc_opts *o, shape_run *sr, int n) {
         fflush(stdout);
         int rc = bc_case_create(e, &x->s, 1, &c);
         x->nsets = c.nsets;
+        /* every op's choice goes into the context's profile under a key
+         * without the flags, the last one winning: the cuDNN-only variant
+         * runs before the full autotuner so that the profile --profile
+         * writes holds the autotuned choice */
         if (!rc) rc = bc_run_fovea(e, &c, FV_CONV2D_NO_PROFILE, 0, &x->r[V_HEUR]);
+        if (!rc)
+            rc =
+                bc_run_fovea(e, &c, FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE | FV_CONV2D_NO_DIRECT,
+                             0, &x->r[V_CUDNN]);
         if (!rc)
             rc = bc_run_fovea(e, &c, FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE, 0, &x->r[V_AUTO]);
         if (!rc)
@@ -125,44 +139,72 @@ static int run_shapes(const bc_env *e, const bc_opts *o, shape_run *sr, int n) {
 }
 
 /* ---- warm profile ---------------------------------------------------------- */
+/* One shape's ops made from the warm profile: `repeats` creations, each bound
+ * and run 100 times. One first call is a noisy sample, so the target uses
+ * medians over the creations; the worst one and every creation's numbers
+ * stay in the report, so that lazy work in one creation (the first in a
+ * fresh process loads the engine's kernels) is not hidden. */
 typedef struct profile_run {
     int ok;
+    int repeats; /* creations that completed */
+    /* medians over the creations (median_ms: of each creation's calls 2..100) */
     double create_ms, first_ms, first_wall_ms, hundredth_ms, median_ms;
-    fv_conv2d_info info;
+    double create_max_ms, first_max_ms, ratio_max; /* worst creation */
+    double create_all[BC_MAX_REPEATS], first_all[BC_MAX_REPEATS];
+    double first_wall_all[BC_MAX_REPEATS], hundredth_all[BC_MAX_REPEATS];
+    double median_all[BC_MAX_REPEATS];
+    int engines_differ;  /* 1 when the creations did not all choose the same engine */
+    fv_conv2d_info info; /* the first creation's; else the first that was not from the profile */
 } profile_run;
 
 typedef struct profile_phase {
     int done;
     char label[64], why_ignored[256];
-    int entries;
+    int entries, repeats;
     profile_run runs[BC_MAX_SHAPES];
 } profile_phase;
 
-static int profile_one(const bc_env *e, const bc_shape *s, profile_run *pr) {
-    enum { N = 100 };
-    bc_case c;
+enum { PROFILE_CALLS = 100 };
+
+static double median_of(const double *x, int n) {
+    double t[BC_MAX_REPEATS];
+    if (n <= 0) return 0;
+    memcpy(t, x, sizeof t[0] * (size_t)n);
+    qsort(t, (size_t)n, sizeof t[0], bc_cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* first / hundredth; 0 rather than Inf or NaN (JSON has neither) */
+static double ratio_of(double first, double hundredth) {
+    return hundredth > 0 ? first / hundredth : 0;
+}
+
+static int from_profile(const fv_conv2d_info *in) {
+    return !strncmp(in->choice, "profile", 7) && in->candidates <= 1;
+}
+
+/* Creation number rep: create + bind (timed on the host), then
+ * PROFILE_CALLS forwards, each on an idle GPU after the L2 scrub. */
+static int profile_rep(const bc_env *e, const bc_case *c, const fv_conv2d_desc *d, cudaEvent_t *ev,
+                       int rep, profile_run *pr) {
+    enum { N = PROFILE_CALLS };
     fv_conv2d *op = NULL;
-    cudaEvent_t ev[2 * N] = {0};
-    fv_status st = FV_OK;
-    memset(pr, 0, sizeof *pr);
-    int rc = bc_case_create(e, s, 0, &c);
-    if (rc) goto done;
-    fv_conv2d_desc d = bc_desc(s, FV_DTYPE_F16, c.w);
-    for (int i = 0; i < 2 * N && !rc; i++)
-        rc = cudaEventCreate(&ev[i]) != cudaSuccess;
-    if (rc) goto done;
+    fv_conv2d_info info;
+    int rc = 0;
     double t0 = bc_now_ms();
-    st = fv_conv2d_create(e->ctx, &d, &op); /* flags 0: the profile decides */
+    fv_status st = fv_conv2d_create(e->ctx, d, &op); /* flags 0: the profile decides */
     /* set-up also binds the op to its tensors (fv_conv2d_bind), as a
      * pipeline does once: create time includes it */
-    for (int i = 0; st == FV_OK && i < c.nsets && i < 4; i++)
-        st = fv_conv2d_bind(op, c.in[i], c.out[i]);
-    pr->create_ms = bc_now_ms() - t0;
+    for (int i = 0; st == FV_OK && i < c->nsets && i < 4; i++)
+        st = fv_conv2d_bind(op, c->in[i], c->out[i]);
+    pr->create_all[rep] = bc_now_ms() - t0;
     if (st != FV_OK) {
         rc = bc_fv_fail("fv_conv2d_create/bind (from the profile)", st);
         goto done;
     }
-    fv_conv2d_info_get(op, &pr->info);
+    fv_conv2d_info_get(op, &info);
+    if (rep > 0 && strcmp(info.engine, pr->info.engine) != 0) pr->engines_differ = 1;
+    if (rep == 0 || (from_profile(&pr->info) && !from_profile(&info))) pr->info = info;
     for (int i = 0; i < N && !rc; i++) {
         if (e->flush) rc = cudaMemsetAsync(e->flush, i & 0xff, e->flush_bytes, e->stream) != 0;
         /* an idle GPU before each call: host work inside the call (a lazy
@@ -171,17 +213,18 @@ static int profile_one(const bc_env *e, const bc_shape *s, profile_run *pr) {
         rc = rc || cudaStreamSynchronize(e->stream) != cudaSuccess;
         double w0 = bc_now_ms();
         rc = rc || cudaEventRecord(ev[2 * i], e->stream) != cudaSuccess;
-        if (!rc) st = fv_conv2d_forward(op, c.in[i % c.nsets], c.out[i % c.nsets]);
+        if (!rc) st = fv_conv2d_forward(op, c->in[i % c->nsets], c->out[i % c->nsets]);
         rc = rc || st != FV_OK || cudaEventRecord(ev[2 * i + 1], e->stream) != cudaSuccess;
         if (i == 0 && !rc) { /* the first call, host side: call to result */
             rc = cudaEventSynchronize(ev[1]) != cudaSuccess;
-            pr->first_wall_ms = bc_now_ms() - w0;
+            pr->first_wall_all[rep] = bc_now_ms() - w0;
         }
     }
     rc = rc || cudaEventSynchronize(ev[2 * N - 1]) != cudaSuccess;
     if (rc) {
-        fprintf(stderr, "fovea-bench: %s: forward from the profile failed: %s (%s) / %s\n", s->name,
-                fv_status_name(st), fv_last_error(), cudaGetErrorString(cudaGetLastError()));
+        fprintf(stderr, "fovea-bench: %s: forward from the profile failed: %s (%s) / %s\n",
+                c->s.name, fv_status_name(st), fv_last_error(),
+                cudaGetErrorString(cudaGetLastError()));
         goto done;
     }
     double t[N];
@@ -190,16 +233,45 @@ static int profile_one(const bc_env *e, const bc_shape *s, profile_run *pr) {
         if (cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]) != cudaSuccess) rc = 1;
         t[i] = ms;
     }
-    pr->first_ms = t[0];
-    pr->hundredth_ms = t[N - 1];
+    pr->first_all[rep] = t[0];
+    pr->hundredth_all[rep] = t[N - 1];
     qsort(t + 1, N - 1, sizeof t[0], bc_cmp_double);
-    pr->median_ms = t[N / 2]; /* of calls 2..100 */
-    pr->ok = !rc;
+    pr->median_all[rep] = t[N / 2]; /* of calls 2..100 */
 done:
-    for (int i = 0; i < 2 * N; i++)
-        if (ev[i]) cudaEventDestroy(ev[i]);
     if (e->ctx) fv_context_synchronize(e->ctx);
     fv_conv2d_destroy(op);
+    return rc;
+}
+
+/* The shape's data once, then `repeats` creations from the profile. */
+static int profile_one(const bc_env *e, const bc_shape *s, int repeats, profile_run *pr) {
+    bc_case c;
+    cudaEvent_t ev[2 * PROFILE_CALLS] = {0};
+    memset(pr, 0, sizeof *pr);
+    int rc = bc_case_create(e, s, 0, &c);
+    if (rc) goto done;
+    fv_conv2d_desc d = bc_desc(s, FV_DTYPE_F16, c.w);
+    for (int i = 0; i < 2 * PROFILE_CALLS && !rc; i++)
+        rc = cudaEventCreate(&ev[i]) != cudaSuccess;
+    for (int rep = 0; rep < repeats && !rc; rep++)
+        if (!(rc = profile_rep(e, &c, &d, ev, rep, pr))) pr->repeats = rep + 1;
+    if (rc) goto done;
+    int n = pr->repeats;
+    pr->create_ms = median_of(pr->create_all, n);
+    pr->first_ms = median_of(pr->first_all, n);
+    pr->first_wall_ms = median_of(pr->first_wall_all, n);
+    pr->hundredth_ms = median_of(pr->hundredth_all, n);
+    pr->median_ms = median_of(pr->median_all, n);
+    for (int i = 0; i < n; i++) {
+        double r = ratio_of(pr->first_all[i], pr->hundredth_all[i]);
+        if (pr->create_all[i] > pr->create_max_ms) pr->create_max_ms = pr->create_all[i];
+        if (pr->first_all[i] > pr->first_max_ms) pr->first_max_ms = pr->first_all[i];
+        if (r > pr->ratio_max) pr->ratio_max = r;
+    }
+    pr->ok = n > 0;
+done:
+    for (int i = 0; i < 2 * PROFILE_CALLS; i++)
+        if (ev[i]) cudaEventDestroy(ev[i]);
     bc_case_destroy(&c);
     return rc;
 }
@@ -213,6 +285,7 @@ static int run_profile(const bc_opts *o, const char *label, const bc_shape *s, i
     fv_context_profile_status(e->ctx, &why, &ph->entries);
     snprintf(ph->label, sizeof ph->label, "%s", label);
     snprintf(ph->why_ignored, sizeof ph->why_ignored, "%s", why ? why : "");
+    ph->repeats = o->profile_repeats;
     printf("\nwarm profile (%s): %s: %d entries%s%s\n", label, o->profile, ph->entries,
            ph->why_ignored[0] ? "; IGNORED: " : "", ph->why_ignored);
     if (ph->why_ignored[0] || ph->entries == 0) {
@@ -221,16 +294,23 @@ static int run_profile(const bc_opts *o, const char *label, const bc_shape *s, i
         bc_env_close(e);
         return 1;
     }
-    printf("%2s %-34s %10s %10s %11s %10s %10s %7s %s\n", "#", "shape", "create+bind", "first ms",
-           "first wall", "100th ms", "median ms", "1st/100", "choice (candidates)");
+    printf("each op created %d times (create + bind, %d forwards on an idle GPU); medians over "
+           "the creations, max: the worst one, #1: the first creation\n",
+           ph->repeats, PROFILE_CALLS);
+    printf("%2s %-34s %11s %9s %9s %9s %10s %9s %9s %7s %7s %7s %s\n", "#", "shape", "create+bind",
+           "max", "first ms", "max", "first wall", "100th ms", "median ms", "1st/100", "max", "#1",
+           "choice (candidates)");
     for (int i = 0; i < n && !rc; i++) {
         profile_run *pr = &ph->runs[i];
-        rc = profile_one(e, &s[i], pr);
+        rc = profile_one(e, &s[i], ph->repeats, pr);
         if (rc) break;
-        printf("%2d %-34s %10.3f %10.4f %11.3f %10.4f %10.4f %7.2f %s (%d)\n", s[i].index,
-               s[i].name, pr->create_ms, pr->first_ms, pr->first_wall_ms, pr->hundredth_ms,
-               pr->median_ms, pr->first_ms / pr->hundredth_ms, pr->info.choice,
-               pr->info.candidates);
+        printf(
+            "%2d %-34s %11.3f %9.3f %9.4f %9.4f %10.3f %9.4f %9.4f %7.2f %7.2f %7.2f %s (%d)%s\n",
+            s[i].index, s[i].name, pr->create_ms, pr->create_max_ms, pr->first_ms, pr->first_max_ms,
+            pr->first_wall_ms, pr->hundredth_ms, pr->median_ms,
+            ratio_of(pr->first_ms, pr->hundredth_ms), pr->ratio_max,
+            ratio_of(pr->first_all[0], pr->hundredth_all[0]), pr->info.choice, pr->info.candidates,
+            pr->engines_differ ? " [engines differ between creations]" : "");
     }
     ph->done = !rc;
     bc_env_close(e);
@@ -238,6 +318,13 @@ static int run_profile(const bc_opts *o, const char *label, const bc_shape *s, i
 }
 
 /* ---- JSON -------------------------------------------------------------------- */
+static void json_list(FILE *f, const char *key, const double *x, int n) {
+    fprintf(f, ", \"%s\": [", key);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%.6g", i ? ", " : "", x[i]);
+    fprintf(f, "]");
+}
+
 static int write_json(const bc_opts *o, const bc_env *e, const char *selftest, const shape_run *sr,
                       int n, const bc_shape *s, const profile_phase *ph) {
     FILE *f = fopen(o->json, "w");
@@ -250,7 +337,9 @@ static int write_json(const bc_opts *o, const bc_env *e, const char *selftest, c
     fprintf(f, "  \"selftest\": ");
     bc_json_str(f, selftest ? selftest : "");
     fprintf(f, ",\n  \"variants\": {\"heuristic\": \"FV_CONV2D_NO_PROFILE\", \"autotuned\": "
-               "\"FV_CONV2D_AUTOTUNE|FV_CONV2D_NO_PROFILE\", \"fused\": \"autotuned, bias + "
+               "\"FV_CONV2D_AUTOTUNE|FV_CONV2D_NO_PROFILE\", \"cudnn\": "
+               "\"FV_CONV2D_AUTOTUNE|FV_CONV2D_NO_PROFILE|FV_CONV2D_NO_DIRECT\", "
+               "\"fused\": \"autotuned, bias + "
                "ReLU\", \"legacy\": \"cudnnFindConvolutionForwardAlgorithmEx best, "
                "CUDNN_TENSOR_OP_MATH\"},\n  \"shapes\": [");
     for (int i = 0; sr && i < n; i++) {
@@ -274,19 +363,40 @@ static int write_json(const bc_opts *o, const bc_env *e, const char *selftest, c
     bc_json_str(f, o->profile);
     fprintf(f, ", \"label\": ");
     bc_json_str(f, ph->label);
-    fprintf(f, ", \"entries\": %d, \"runs\": [", ph->entries);
+    fprintf(f, ", \"entries\": %d, \"repeats\": %d, \"calls\": %d, \"runs\": [", ph->entries,
+            ph->repeats, PROFILE_CALLS);
     for (int i = 0; i < n; i++) {
         const profile_run *pr = &ph->runs[i];
+        int m = pr->repeats;
         fprintf(f, "%s\n    {", i ? "," : "");
         bc_json_shape(f, &s[i]);
+        /* create_ms, first_ms, first_wall_ms, hundredth_ms, median_2_100_ms:
+         * medians over the creations */
         fprintf(f,
-                ", \"ok\": %s, \"create_ms\": %.4f, \"first_ms\": %.6g, \"first_wall_ms\": "
-                "%.4f, \"hundredth_ms\": %.6g, \"median_2_100_ms\": %.6g, \"choice\": ",
-                pr->ok ? "true" : "false", pr->create_ms, pr->first_ms, pr->first_wall_ms,
-                pr->hundredth_ms, pr->median_ms);
+                ", \"ok\": %s, \"repeats\": %d, \"create_ms\": %.4f, \"create_ms_max\": %.4f, "
+                "\"first_ms\": %.6g, \"first_ms_max\": %.6g, \"first_wall_ms\": %.4f, "
+                "\"hundredth_ms\": %.6g, \"median_2_100_ms\": %.6g, \"ratio\": %.6g, "
+                "\"ratio_max\": %.6g",
+                pr->ok ? "true" : "false", m, pr->create_ms, pr->create_max_ms, pr->first_ms,
+                pr->first_max_ms, pr->first_wall_ms, pr->hundredth_ms, pr->median_ms,
+                ratio_of(pr->first_ms, pr->hundredth_ms), pr->ratio_max);
+        /* the first creation of the shape's op in this process */
+        fprintf(f,
+                ", \"first_creation_first_ms\": %.6g, \"first_creation_hundredth_ms\": %.6g, "
+                "\"first_creation_ratio\": %.6g",
+                pr->first_all[0], pr->hundredth_all[0],
+                ratio_of(pr->first_all[0], pr->hundredth_all[0]));
+        json_list(f, "create_ms_all", pr->create_all, m);
+        json_list(f, "first_ms_all", pr->first_all, m);
+        json_list(f, "first_wall_ms_all", pr->first_wall_all, m);
+        json_list(f, "hundredth_ms_all", pr->hundredth_all, m);
+        json_list(f, "median_2_100_ms_all", pr->median_all, m);
+        fprintf(f, ", \"engines_differ\": %s, \"choice\": ", pr->engines_differ ? "true" : "false");
         bc_json_str(f, pr->info.choice);
         fprintf(f, ", \"engine\": ");
         bc_json_str(f, pr->info.engine);
+        fprintf(f, ", \"path\": ");
+        bc_json_str(f, pr->info.path);
         fprintf(f, ", \"candidates\": %d, \"measured_ms\": %.6g}", pr->info.candidates,
                 pr->info.measured_ms);
     }

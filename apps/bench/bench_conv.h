@@ -27,10 +27,13 @@ typedef struct bc_opts {
     const char *shapes; /* "all" or "i,j,..." (0-based indices into the table) */
     const char *json, *profile;
     int profile_only;
-    int flush;       /* 1: scrub L2 before each timed call; 0: rotate buffers */
-    size_t ws_limit; /* bytes */
+    int profile_repeats; /* ops created from the warm profile per shape (medians over them) */
+    int flush;           /* 1: scrub L2 before each timed call; 0: rotate buffers */
+    size_t ws_limit;     /* bytes */
     double tol;
 } bc_opts;
+
+enum { BC_MAX_REPEATS = 50 }; /* most --profile-repeats */
 
 /* Parses the options; tables selects conv-tables' defaults. Prints why and
  * returns nonzero on a bad one. */

@@ -23,6 +23,7 @@ int bc_parse_opts(int argc, char **argv, bc_opts *o, int tables) {
                    .warmup = 10,
                    .shapes = tables ? "0,1,2,8,12,13" : "all",
                    .flush = 1,
+                   .profile_repeats = 5,
                    .ws_limit = (size_t)1024 << 20,
                    .tol = 2e-3};
     for (int i = 0; i < argc; i++) {
@@ -49,6 +50,8 @@ int bc_parse_opts(int argc, char **argv, bc_opts *o, int tables) {
             o->profile = v, i++;
         else if (!tables && !strcmp(a, "--profile-only"))
             o->profile_only = 1;
+        else if (!tables && !strcmp(a, "--profile-repeats"))
+            bad = parse_num(a, v, 1, BC_MAX_REPEATS, &x), o->profile_repeats = (int)x, i++;
         else {
             fprintf(stderr, "fovea-bench: unknown or incomplete option '%s'\n", a);
             return 1;

@@ -302,11 +302,13 @@ static const bench_cmd cmds[] = {
      "      [--input-raw FILE] [--output-raw FILE] (H x W float32, the C1 conv's input/output)"},
     {"conv", bench_cmd_conv,
      "GPU: the 15 best-practices convolutions (calibration/best_practices.h), FP16 NHWC:\n"
-     "      fovea heuristic, autotuned, autotuned + bias + ReLU, legacy cuDNN best of Find;\n"
+     "      fovea heuristic, autotuned, autotuned on cuDNN engines only, autotuned + bias +\n"
+     "      ReLU, legacy cuDNN best of Find;\n"
      "      outputs checked against an FP32 reference before timing\n"
      "      [--iters 100] [--warmup 10] [--shapes all|i,j,..] [--batch N] [--json FILE]\n"
      "      [--cache flush|rotate] [--workspace-mb 1024] [--tol 2e-3]\n"
-     "      [--profile PATH [--profile-only]] (write PATH, then time ops made from it)"},
+     "      [--profile PATH [--profile-only] [--profile-repeats N]] (write PATH, then create\n"
+     "      each op from it N times (5), timing its first and 100th forward; medians)"},
     {"conv-tables", bench_cmd_conv_tables,
      "GPU: FP32 NCHW vs NHWC, every legacy algorithm (128x128x128->128 3x3, 11x11),\n"
      "      channel padding 3 vs 8, channel folding 2048x2048x8 vs 1024x1024x32\n"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bar chart (PNG) of the ratios conv_vs_pytorch.py measured, per shape:
-fovea autotuned / PyTorch, fovea heuristic / PyTorch, legacy cuDNN Find /
-PyTorch, and fused (conv + bias + ReLU) / bare autotuned conv; lower is
+fovea autotuned / PyTorch, fovea autotuned over cuDNN's engines only /
+PyTorch, fovea heuristic / PyTorch, legacy cuDNN Find / PyTorch, and fused (conv + bias + ReLU) / bare autotuned conv; lower is
 better, the line at 1 is parity.
 
   python3 apps/bench/plot_ratios.py RESULTS.json OUT.png [--backend auto|matplotlib|cv2|png]
@@ -16,6 +16,7 @@ import sys
 import zlib
 
 SERIES = [("auto_vs_torch", "fovea autotuned / PyTorch", (31, 119, 180)),
+          ("cudnn_vs_torch", "fovea cuDNN engines only / PyTorch", (44, 160, 44)),
           ("heur_vs_torch", "fovea heuristic / PyTorch", (174, 199, 232)),
           ("legacy_vs_torch", "legacy cuDNN Find / PyTorch", (127, 127, 127)),
           ("fused_vs_bare", "fovea fused / bare (bias+ReLU cost)", (255, 127, 14))]

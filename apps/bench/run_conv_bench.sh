@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The convolution benchmark on a GPU machine, in one go: builds fovea against
 # PyTorch's own cuDNN (the nvidia-cudnn wheel PyTorch loads), then runs
-#   conv_vs_pytorch.py   fovea heuristic / autotuned / fused, legacy cuDNN Find
-#                        and PyTorch on the 15 best-practices shapes; writes a
+#   conv_vs_pytorch.py   fovea heuristic / autotuned / cuDNN-only autotuned /
+#                        fused, legacy cuDNN Find and PyTorch on the 15 best-practices shapes; writes a
 #                        warm profile and times ops made from it (in the same
-#                        process, then in a fresh one)
+#                        process, then in a fresh one; each op created
+#                        FV_CONV_PROFILE_REPEATS times, medians)
 #   fovea-bench conv-tables   the talk's other tables
 # Usage (from anywhere): apps/bench/run_conv_bench.sh [OUTDIR]
 #   OUTDIR defaults to $OUT, else /tmp/fv-conv-bench. It receives 8 files:
@@ -12,7 +13,7 @@
 #   results and targets), fovea_conv.json (fovea-bench conv's own),
 #   conv_ratios.png, fovea_profile.txt, conv_profile_fresh.json, conv_tables.json
 # Environment: FV_CONV_ITERS (100), FV_CONV_WARMUP (10), FV_CONV_SHAPES (all),
-#   FV_CONV_CACHE (flush|rotate), PYTHON (python3). Debian .debs in .deps/
+#   FV_CONV_CACHE (flush|rotate), FV_CONV_PROFILE_REPEATS (5), PYTHON (python3). Debian .debs in .deps/
 #   (libpng, libjpeg headers for the platform library) are unpacked and used,
 #   as toolchain/device-check.sh does.
 set -uo pipefail
@@ -27,6 +28,7 @@ iters=${FV_CONV_ITERS:-100}
 warmup=${FV_CONV_WARMUP:-10}
 shapes=${FV_CONV_SHAPES:-all}
 cache=${FV_CONV_CACHE:-flush}
+profile_repeats=${FV_CONV_PROFILE_REPEATS:-5}
 export PYTHONUNBUFFERED=1
 
 step() { printf '\n==== %s (%s, %d s in)\n' "$1" "$(date +%T)" "$SECONDS"; }
@@ -153,6 +155,7 @@ main() {
   rm -f "$out/fovea_profile.txt"
   timeout 420 "$py" apps/bench/conv_vs_pytorch.py --bench "$bench" --iters "$iters" \
     --warmup "$warmup" --shapes "$shapes" --cache "$cache" --profile "$out/fovea_profile.txt" \
+    --profile-repeats "$profile_repeats" \
     --fresh-json "$out/conv_profile_fresh.json" --fovea-json "$out/fovea_conv.json" \
     --json "$out/conv_vs_pytorch.json" \
     --png "$out/conv_ratios.png"

@@ -12,6 +12,7 @@
 
 static fv_context *gpu;
 static fv_context *cpu;
+static fv_conv2d_info last_info; /* of run_case's GPU op */
 
 typedef struct conv_case {
     int n, h, w, c, k, r, s, stride, pad, dil, groups;
@@ -99,6 +100,7 @@ static double run_case(const conv_case *cc, int verbose) {
 
     fv_conv2d_info info;
     FV_ASSERT_OK(fv_conv2d_info_get(gop, &info));
+    last_info = info;
     if (verbose || err > 2e-3)
         printf("  %dx%dx%dx%d k%d %dx%d s%d p%d d%d g%d %-12s bias%d: err %.2e  [%s %s, %s, %s, "
                "ws %zu, tc %d, %d candidates, %.4f ms]\n",
@@ -106,6 +108,11 @@ static double run_case(const conv_case *cc, int verbose) {
                cc->groups, fv_activation_name(cc->act), cc->bias, err, info.path, info.engine,
                info.choice, info.layout, info.workspace_bytes, info.tensor_cores, info.candidates,
                (double)info.measured_ms);
+    if (cc->flags & FV_CONV2D_DIRECT) {
+        assert_string_equal(info.path, "direct");
+        assert_true(info.tensor_cores && info.fused);
+    }
+    if (cc->flags & FV_CONV2D_NO_DIRECT) assert_string_not_equal(info.path, "direct");
     if (cc->flags & FV_CONV2D_AUTOTUNE) {
         assert_true(info.measured_ms > 0.0f);
         assert_true(info.candidates >= 1);
@@ -145,12 +152,147 @@ static void matches_cpu_reference(void **state) {
         {1, 16, 16, 128, 256, 7, 7, 2, 3, 1, 1, FV_ACT_RELU, 0, 1, 0}, /* a best-practices shape */
     };
     double worst = 0;
+    /* by heuristics (fovea's direct kernel for the small ones), then with
+     * cuDNN's engines only */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            conv_case cc = cases[i];
+            cc.flags = pass ? FV_CONV2D_NO_DIRECT : 0;
+            double e = run_case(&cc, 1);
+            if (e > worst) worst = e;
+            if (!(e <= 2e-3))
+                fail_msg("pass %d case %zu: relative L2 error %.3e > 2e-3", pass, i, e);
+        }
+    printf("  worst relative L2 error %.3e\n", worst);
+}
+
+/* fovea's direct kernel (FV_CONV2D_DIRECT, alone and autotuned over its
+ * variants) on every channel width it reads (4, 8, 16, 32), K up to 64,
+ * strides 1-3, partial tiles, every activation. */
+static void direct_kernel_matches_cpu_reference(void **state) {
+    fv_test_seed(31337);
+    const uint32_t D = FV_CONV2D_DIRECT, DT = FV_CONV2D_DIRECT | FV_CONV2D_AUTOTUNE;
+    const conv_case cases[] = {
+        /* n  h   w   c   k  r  s st pad dil g  act                  alpha bias flags */
+        {1, 40, 70, 3, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {1, 40, 70, 3, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, DT},
+        {1, 33, 65, 4, 32, 9, 9, 2, 4, 1, 1, FV_ACT_IDENTITY, 0, 1, D}, /* reads 4 channels */
+        {1, 33, 65, 4, 32, 9, 9, 2, 4, 1, 1, FV_ACT_IDENTITY, 0, 0, DT},
+        {1, 64, 64, 2, 16, 3, 3, 2, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0.5f, 1, DT},
+        {2, 30, 50, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, D},
+        {1, 31, 45, 3, 5, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, D}, /* K padded */
+        {1, 37, 41, 16, 24, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 1, DT},
+        {1, 29, 35, 32, 64, 3, 3, 2, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, D},
+        {1, 29, 35, 27, 40, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, DT},  /* C 27 -> reads 32 */
+        {1, 20, 20, 12, 12, 1, 1, 1, 0, 1, 1, FV_ACT_TANH, 0, 1, D},   /* 1x1 */
+        {1, 20, 21, 9, 9, 3, 1, 1, 0, 1, 1, FV_ACT_IDENTITY, 0, 1, D}, /* 3x1, no padding */
+        {1, 23, 27, 5, 7, 7, 7, 3, 3, 1, 1, FV_ACT_RELU, 0, 1, DT},    /* stride 3 */
+        {1, 9, 200, 8, 16, 3, 5, 1, 0, 1, 1, FV_ACT_RELU, 0, 1, DT},   /* wide, short */
+        {1, 1, 1, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 1, D},   /* one pixel */
+    };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double e = run_case(&cases[i], 1);
-        if (e > worst) worst = e;
-        if (!(e <= 2e-3)) fail_msg("case %zu: relative L2 error %.3e > 2e-3", i, e);
+        if (!(e <= 2e-3)) fail_msg("direct case %zu: relative L2 error %.3e > 2e-3", i, e);
     }
-    printf("  worst relative L2 error %.3e\n", worst);
+}
+
+/* Each block geometry of the direct kernel (4, 8, 16 rows a block) through
+ * profile entries naming it: the profile's "direct" lines load and run. */
+static void direct_kernel_variants_from_profile(void **state) {
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    fv_test_seed(4242);
+    const conv_case cases[] = {
+        {1, 45, 70, 3, 16, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
+        {1, 33, 65, 4, 32, 9, 9, 2, 4, 1, 1, FV_ACT_TANH, 0, 1, FV_CONV2D_DIRECT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_true(run_case(&cases[i], 1) <= 2e-3);
+    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char text[1 << 16];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = 0;
+    const char *rows[] = {"16", "4"};
+    for (int v = 0; v < 2; v++) {
+        /* every direct entry's engine (rows a block) becomes rows[v] */
+        static char edited[1 << 16];
+        char *o = edited;
+        for (const char *line = text; *line;) {
+            const char *nl = strchr(line, '\n');
+            size_t n = nl ? (size_t)(nl - line + 1) : strlen(line);
+            const char *eng = strstr(line, " engine=");
+            if (strstr(line, "path=direct") && eng && eng < line + n) {
+                const char *after = strchr(eng + 8, ' ');
+                o += sprintf(o, "%.*s engine=%s", (int)(eng - line), line, rows[v]);
+                memcpy(o, after, (size_t)(line + n - after));
+                o += line + n - after;
+            } else {
+                memcpy(o, line, n);
+                o += n;
+            }
+            line += n;
+        }
+        *o = 0;
+        f = fopen(path, "wb");
+        assert_non_null(f);
+        fputs(edited, f);
+        fclose(f);
+        fv_context *ctx2 = NULL, *saved = gpu;
+        fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+        FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+        const char *why = NULL;
+        int entries = 0;
+        fv_context_profile_status(ctx2, &why, &entries);
+        assert_string_equal(why, "");
+        gpu = ctx2;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            conv_case cc = cases[i];
+            cc.flags = 0; /* the profile decides */
+            double e = run_case(&cc, 1);
+            char want[32];
+            snprintf(want, sizeof want, "-%srows", rows[v]);
+            assert_non_null(strstr(last_info.engine, want));
+            assert_non_null(strstr(last_info.choice, "profile"));
+            if (!(e <= 2e-3)) fail_msg("%s rows, case %zu: error %.3e", rows[v], i, e);
+        }
+        gpu = saved;
+        fv_context_destroy(ctx2);
+    }
+    remove(path);
+}
+
+/* Ops outside the direct kernel's range are refused with the reason. */
+static void direct_kernel_refuses_what_it_cannot_run(void **state) {
+    static float w[72 * 8 * 9];
+    fv_conv2d_desc d = {.h = 16,
+                        .w = 16,
+                        .c = 8,
+                        .k = 8,
+                        .r = 3,
+                        .s = 3,
+                        .pad_h = 2,
+                        .pad_w = 2,
+                        .dilation_h = 2,
+                        .dilation_w = 2,
+                        .weights = w,
+                        .flags = FV_CONV2D_DIRECT};
+    fv_conv2d *op = NULL;
+    FV_ASSERT_STATUS(fv_conv2d_create(gpu, &d, &op), FV_ERR_NOT_SUPPORTED, "dilation");
+    d.dilation_h = d.dilation_w = 1, d.pad_h = d.pad_w = 1, d.k = 72;
+    FV_ASSERT_STATUS(fv_conv2d_create(gpu, &d, &op), FV_ERR_NOT_SUPPORTED, "K");
+    d.k = 8, d.flags = FV_CONV2D_DIRECT | FV_CONV2D_NO_DIRECT;
+    FV_ASSERT_STATUS(fv_conv2d_create(gpu, &d, &op), FV_ERR_BAD_PARAM, "exclude");
+    d.flags = FV_CONV2D_NO_DIRECT;
+    FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+    fv_conv2d_info info;
+    FV_ASSERT_OK(fv_conv2d_info_get(op, &info));
+    assert_string_not_equal(info.path, "direct");
+    fv_conv2d_destroy(op);
 }
 
 /* The raw FP16 storage, padding lanes included, is visible through a MAPPED
@@ -324,94 +466,101 @@ static void profile_round_trip(void **state) {
 }
 
 static void forward_loop_allocates_nothing(void **state) {
-    float w[16 * 16 * 9], b[16];
-    fv_test_fill_uniform(w, sizeof w / sizeof w[0], -1, 1);
-    fv_test_fill_uniform(b, 16, -1, 1);
-    fv_conv2d_desc d = {.h = 64,
-                        .w = 64,
-                        .c = 16,
-                        .k = 16,
-                        .r = 3,
-                        .s = 3,
-                        .pad_h = 1,
-                        .pad_w = 1,
-                        .activation = FV_ACT_RELU,
-                        .weights = w,
-                        .bias = b};
-    fv_conv2d *op;
-    FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
-    fv_tensor *a = make(gpu, FV_DTYPE_F16, 1, 64, 64, 16),
-              *o = make(gpu, FV_DTYPE_F16, 1, 64, 64, 16);
-    FV_ASSERT_OK(fv_conv2d_bind(op, a, o)); /* set-up: both ping-pong pairs */
-    FV_ASSERT_OK(fv_conv2d_bind(op, o, a));
-    FV_ASSERT_OK(fv_conv2d_forward(op, a, o)); /* warm-up */
-    FV_ASSERT_OK(fv_conv2d_forward(op, o, a));
-    fv_pool_stats before, after;
-    fv_pool *dev = fv_context_pool(gpu, FV_POOL_DEVICE);
-    FV_ASSERT_OK(fv_pool_stats_get(dev, &before));
-    for (int i = 0; i < 500; i++) {
-        FV_ASSERT_OK(fv_conv2d_forward(op, a, o)); /* ping-pong */
+    for (int pass = 0; pass < 2; pass++) { /* direct kernel, then cuDNN */
+        float w[16 * 16 * 9], b[16];
+        fv_test_fill_uniform(w, sizeof w / sizeof w[0], -1, 1);
+        fv_test_fill_uniform(b, 16, -1, 1);
+        fv_conv2d_desc d = {.h = 64,
+                            .w = 64,
+                            .c = 16,
+                            .k = 16,
+                            .r = 3,
+                            .s = 3,
+                            .pad_h = 1,
+                            .pad_w = 1,
+                            .activation = FV_ACT_RELU,
+                            .weights = w,
+                            .bias = b,
+                            .flags = pass ? FV_CONV2D_NO_DIRECT : FV_CONV2D_DIRECT};
+        fv_conv2d *op;
+        FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+        fv_tensor *a = make(gpu, FV_DTYPE_F16, 1, 64, 64, 16),
+                  *o = make(gpu, FV_DTYPE_F16, 1, 64, 64, 16);
+        FV_ASSERT_OK(fv_conv2d_bind(op, a, o)); /* set-up: both ping-pong pairs */
+        FV_ASSERT_OK(fv_conv2d_bind(op, o, a));
+        FV_ASSERT_OK(fv_conv2d_forward(op, a, o)); /* warm-up */
         FV_ASSERT_OK(fv_conv2d_forward(op, o, a));
+        fv_pool_stats before, after;
+        fv_pool *dev = fv_context_pool(gpu, FV_POOL_DEVICE);
+        FV_ASSERT_OK(fv_pool_stats_get(dev, &before));
+        for (int i = 0; i < 500; i++) {
+            FV_ASSERT_OK(fv_conv2d_forward(op, a, o)); /* ping-pong */
+            FV_ASSERT_OK(fv_conv2d_forward(op, o, a));
+        }
+        FV_ASSERT_OK(fv_context_synchronize(gpu));
+        FV_ASSERT_OK(fv_pool_stats_get(dev, &after));
+        assert_int_equal(after.backing_allocs, before.backing_allocs);
+        assert_int_equal(after.carve_outs, before.carve_outs);
+        assert_int_equal(after.in_use, before.in_use);
+        fv_tensor_destroy(a), fv_tensor_destroy(o);
+        fv_conv2d_destroy(op);
     }
-    FV_ASSERT_OK(fv_context_synchronize(gpu));
-    FV_ASSERT_OK(fv_pool_stats_get(dev, &after));
-    assert_int_equal(after.backing_allocs, before.backing_allocs);
-    assert_int_equal(after.carve_outs, before.carve_outs);
-    assert_int_equal(after.in_use, before.in_use);
-    fv_tensor_destroy(a), fv_tensor_destroy(o);
-    fv_conv2d_destroy(op);
 }
 
 static void stream_capture_replays(void **state) {
-    enum { H = 48, W = 40, C = 8, K = 16 };
-    float w[K * C * 9], b[K], x[H * W * C];
-    fv_test_fill_uniform(w, sizeof w / sizeof w[0], -0.5f, 0.5f);
-    fv_test_fill_uniform(b, K, -0.5f, 0.5f);
-    fv_conv2d_desc d = {.h = H,
-                        .w = W,
-                        .c = C,
-                        .k = K,
-                        .r = 3,
-                        .s = 3,
-                        .pad_h = 1,
-                        .pad_w = 1,
-                        .activation = FV_ACT_TANH,
-                        .weights = w,
-                        .bias = b};
-    fv_conv2d *op;
-    FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
-    fv_tensor *in = make(gpu, FV_DTYPE_F16, 1, H, W, C), *out = make(gpu, FV_DTYPE_F16, 1, H, W, K);
-    fv_half xh[H * W * C], direct[H * W * K], replay[H * W * K];
-    fv_test_fill_uniform(x, H * W * C, -1, 1);
-    fv_f32_to_f16_n(x, xh, H * W * C);
-    FV_ASSERT_OK(fv_tensor_upload(gpu, in, xh, sizeof xh));
-    FV_ASSERT_OK(fv_conv2d_forward(op, in, out)); /* warm: variant pack cached */
-    FV_ASSERT_OK(fv_tensor_download(gpu, out, direct, sizeof direct));
-    FV_ASSERT_OK(fv_context_synchronize(gpu));
+    for (int pass = 0; pass < 2; pass++) { /* direct kernel, then cuDNN */
+        enum { H = 48, W = 40, C = 8, K = 16 };
+        float w[K * C * 9], b[K], x[H * W * C];
+        fv_test_fill_uniform(w, sizeof w / sizeof w[0], -0.5f, 0.5f);
+        fv_test_fill_uniform(b, K, -0.5f, 0.5f);
+        fv_conv2d_desc d = {.h = H,
+                            .w = W,
+                            .c = C,
+                            .k = K,
+                            .r = 3,
+                            .s = 3,
+                            .pad_h = 1,
+                            .pad_w = 1,
+                            .activation = FV_ACT_TANH,
+                            .weights = w,
+                            .bias = b,
+                            .flags = pass ? FV_CONV2D_NO_DIRECT : FV_CONV2D_DIRECT};
+        fv_conv2d *op;
+        FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+        fv_tensor *in = make(gpu, FV_DTYPE_F16, 1, H, W, C),
+                  *out = make(gpu, FV_DTYPE_F16, 1, H, W, K);
+        fv_half xh[H * W * C], direct[H * W * K], replay[H * W * K];
+        fv_test_fill_uniform(x, H * W * C, -1, 1);
+        fv_f32_to_f16_n(x, xh, H * W * C);
+        FV_ASSERT_OK(fv_tensor_upload(gpu, in, xh, sizeof xh));
+        FV_ASSERT_OK(fv_conv2d_forward(op, in, out)); /* warm: variant pack cached */
+        FV_ASSERT_OK(fv_tensor_download(gpu, out, direct, sizeof direct));
+        FV_ASSERT_OK(fv_context_synchronize(gpu));
 
-    cudaStream_t s;
-    FV_ASSERT_OK(fv_context_cuda_stream(gpu, &s));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    fv_status fs = fv_conv2d_forward(op, in, out);
-    cudaError_t ce = cudaStreamEndCapture(s, &graph);
-    FV_ASSERT_OK(fs);
-    assert_int_equal(ce, cudaSuccess);
-    assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    /* poison, then replay: the graph must write the same output */
-    fv_half poison[H * W * K];
-    for (int i = 0; i < H * W * K; i++)
-        poison[i] = 0x7e00;
-    FV_ASSERT_OK(fv_tensor_upload(gpu, out, poison, sizeof poison));
-    assert_int_equal(cudaGraphLaunch(exec, s), cudaSuccess);
-    FV_ASSERT_OK(fv_tensor_download(gpu, out, replay, sizeof replay));
-    FV_ASSERT_OK(fv_context_synchronize(gpu));
-    assert_memory_equal(direct, replay, sizeof direct);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    fv_tensor_destroy(in), fv_tensor_destroy(out);
-    fv_conv2d_destroy(op);
+        cudaStream_t s;
+        FV_ASSERT_OK(fv_context_cuda_stream(gpu, &s));
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+        fv_status fs = fv_conv2d_forward(op, in, out);
+        cudaError_t ce = cudaStreamEndCapture(s, &graph);
+        FV_ASSERT_OK(fs);
+        assert_int_equal(ce, cudaSuccess);
+        assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+        /* poison, then replay: the graph must write the same output */
+        fv_half poison[H * W * K];
+        for (int i = 0; i < H * W * K; i++)
+            poison[i] = 0x7e00;
+        FV_ASSERT_OK(fv_tensor_upload(gpu, out, poison, sizeof poison));
+        assert_int_equal(cudaGraphLaunch(exec, s), cudaSuccess);
+        FV_ASSERT_OK(fv_tensor_download(gpu, out, replay, sizeof replay));
+        FV_ASSERT_OK(fv_context_synchronize(gpu));
+        assert_memory_equal(direct, replay, sizeof direct);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        fv_tensor_destroy(in), fv_tensor_destroy(out);
+        fv_conv2d_destroy(op);
+    }
 }
 
 static void bad_input_is_refused(void **state) {
@@ -439,6 +588,9 @@ int main(void) {
     cpu = fv_test_cpu_context(0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_cpu_reference),
+        cmocka_unit_test(direct_kernel_matches_cpu_reference),
+        cmocka_unit_test(direct_kernel_variants_from_profile),
+        cmocka_unit_test(direct_kernel_refuses_what_it_cannot_run),
         cmocka_unit_test(padded_lanes_stay_zero),
         cmocka_unit_test(autotuned_matches_cpu_reference),
         cmocka_unit_test(profile_round_trip),

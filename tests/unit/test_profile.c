@@ -59,7 +59,9 @@ static fv__engine_choice random_choice(int i) {
     memset(&c, 0, sizeof c);
     snprintf(c.key, sizeof c.key,
              "conv2d:n1:h%d:w%d:c3:k32:r5:s5:u1:v1:p2:q2:d1:e1:g1:a1:al0:b1:f16", 100 + i, 200 + i);
-    c.path = (i % 3) == 0 ? FV__PATH_LEGACY : (i % 3) == 1 ? FV__PATH_GRAPH : FV__PATH_GRAPH_SPLIT;
+    const fv__engine_path paths[] = {FV__PATH_LEGACY, FV__PATH_GRAPH, FV__PATH_GRAPH_SPLIT,
+                                     FV__PATH_DIRECT};
+    c.path = paths[i % 4];
     c.cdecl_ = 1 + (int)(fv_test_rand_u64() % 65536);
     c.engine = (int64_t)(fv_test_rand_u64() >> 1);
     c.nknobs = i % (FV__PROFILE_MAX_KNOBS + 1);

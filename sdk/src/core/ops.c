@@ -97,12 +97,12 @@ static fv_status conv_check(const fv_conv2d_desc *d) {
                "%s: dtype %s: only F16 and F32 are supported", op, dtype_name(d->dtype));
     FV_REQUIRE(d->weights, FV_ERR_BAD_PARAM, "%s: weights are NULL", op);
     FV_REQUIRE((d->flags & ~(uint32_t)(FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE |
-                                             FV_CONV2D_NO_DIRECT | FV_CONV2D_DIRECT)) == 0,
+                                       FV_CONV2D_NO_DIRECT | FV_CONV2D_DIRECT)) == 0,
                FV_ERR_BAD_PARAM, "%s: unknown flags 0x%x", op, (unsigned)d->flags);
     FV_REQUIRE((d->flags & (FV_CONV2D_NO_DIRECT | FV_CONV2D_DIRECT)) !=
                    (FV_CONV2D_NO_DIRECT | FV_CONV2D_DIRECT),
-               FV_ERR_BAD_PARAM, "%s: flags FV_CONV2D_DIRECT and FV_CONV2D_NO_DIRECT exclude each other",
-               op);
+               FV_ERR_BAD_PARAM,
+               "%s: flags FV_CONV2D_DIRECT and FV_CONV2D_NO_DIRECT exclude each other", op);
     for (int i = 0; i < 7; i++)
         FV_REQUIRE(d->reserved[i] == 0, FV_ERR_BAD_PARAM, "%s: reserved[%d] must be zero", op, i);
     int p = fv_conv_output_dim(d->h, d->r, d->stride_h, d->pad_h, d->dilation_h);

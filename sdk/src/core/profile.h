@@ -5,7 +5,7 @@
  *   device <device name, rest of the line>
  *   sm <major*10+minor>
  *   cudnn <cudnnGetVersion() of the library that tuned it>
- *   conv <key> path=<graph|graph-split|legacy> cdecl=<n> engine=<n> ws=<bytes> ms=<float>
+ *   conv <key> path=<graph|graph-split|legacy|direct> cdecl=<n> engine=<n> ws=<bytes> ms=<float>
  * how=<word> knobs=<t:v,t:v,...|->
  *   ...
  *   end <number of conv lines>
@@ -28,10 +28,17 @@
 
 /* graph: the fused conv+bias+activation graph; graph-split: a bare conv graph
  * followed by fovea's epilogue kernel (bias, activation), which some shapes
- * run faster; legacy: cudnnConvolutionForward and the epilogue kernel. */
-typedef enum { FV__PATH_GRAPH = 1, FV__PATH_LEGACY = 2, FV__PATH_GRAPH_SPLIT = 3 } fv__engine_path;
+ * run faster; legacy: cudnnConvolutionForward and the epilogue kernel;
+ * direct: fovea's own tensor-core kernel (engine = its rows per block,
+ * cdecl = the channels it reads). */
+typedef enum {
+    FV__PATH_GRAPH = 1,
+    FV__PATH_LEGACY = 2,
+    FV__PATH_GRAPH_SPLIT = 3,
+    FV__PATH_DIRECT = 4
+} fv__engine_path;
 
-/* "graph", "graph-split", "legacy". */
+/* "graph", "graph-split", "legacy", "direct". */
 const char *fv__engine_path_name(fv__engine_path p);
 
 typedef struct fv__engine_choice {

@@ -30,7 +30,7 @@
 #include "kernels/conv_epilogue.cuh"
 
 #define VP_CACHE  4
-#define MAX_FORMS 5
+#define MAX_FORMS 8
 #define MAX_CFGS  48
 
 typedef struct vp_entry {
@@ -69,8 +69,8 @@ static fv_status workspace_reserve(fv_context *ctx, size_t bytes) {
 static int add_form(fv__conv_form *out, int n, int groups, int wc, int kp, int cs, int cd,
                     const char *what) {
     for (int i = 0; i < n; i++)
-        if (out[i].groups == groups && out[i].cd == cd && out[i].wc == wc) return n;
-    out[n] = (fv__conv_form){groups, wc, kp, cs, cd, ""};
+        if (!out[i].kr && out[i].groups == groups && out[i].cd == cd && out[i].wc == wc) return n;
+    out[n] = (fv__conv_form){groups, wc, kp, cs, cd, 0, ""};
     if (cd == cs)
         snprintf(out[n].name, sizeof out[n].name, "%s, C padded to %d, K to %d", what, cs, kp);
     else
@@ -79,11 +79,54 @@ static int add_form(fv__conv_form *out, int n, int groups, int wc, int kp, int c
     return n + 1;
 }
 
-/* The ways to express the op, preferred first. all: include the declared-C
- * variants (autotuning and profile look-ups); else only the padded ones. */
-static int formulations(const fv_conv2d *op, fv__conv_form *out, int all) {
+/* fovea's direct kernel reading cm of the cp stored channels. */
+static int add_direct_form(const fv_conv2d *op, fv__conv_form *out, int n, int cm) {
     const fv_conv2d_desc *d = &op->desc;
-    int cp = FV_ROUND_UP(d->c, 8), kp = FV_ROUND_UP(d->k, 8), n = 0;
+    int cp = FV_ROUND_UP(d->c, 8), kp = FV_ROUND_UP(d->k, 8);
+    if (cm > cp || kp > 64) return n;
+    out[n] = (fv__conv_form){1, cm, kp, cp, cm, FV_ROUND_UP(d->s * cm, 16), ""};
+    snprintf(out[n].name, sizeof out[n].name, "direct, C stored as %d, read as %d, K %d", cp, cm,
+             kp);
+    return n + 1;
+}
+
+/* The direct kernel's forms: it reads 4, 8, 16 or 32 channels a pixel (4
+ * needs an even horizontal stride). None when the op is outside its range. */
+static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
+    const fv_conv2d_desc *d = &op->desc;
+    if (d->groups != 1 || d->dilation_h != 1 || d->dilation_w != 1 || d->dtype != FV_DTYPE_F16)
+        return n;
+    if (d->c <= 4 && d->stride_w % 2 == 0) n = add_direct_form(op, out, n, 4);
+    int cm = d->c <= 8 ? 8 : d->c <= 16 ? 16 : 32;
+    return add_direct_form(op, out, n, cm);
+}
+
+/* The heuristic for the direct kernel without timing: small channel counts,
+ * where cuDNN's tiles are mostly padding. */
+static int direct_preferred(const fv_conv2d *op) {
+    const fv_conv2d_desc *d = &op->desc;
+    return FV_ROUND_UP(d->c, 8) <= 32 && FV_ROUND_UP(d->k, 8) <= 32;
+}
+
+/* The ways to express the op, preferred first. all: include the declared-C
+ * variants (autotuning and profile look-ups); else only the padded ones.
+ * Forms of the direct kernel come first when it is preferred or forced,
+ * else last (a fallback); none with FV_CONV2D_NO_DIRECT. */
+static int cudnn_formulations(const fv_conv2d *op, fv__conv_form *out, int all, int n);
+static int formulations(const fv_conv2d *op, fv__conv_form *out, int all) {
+    uint32_t fl = op->desc.flags;
+    int direct = !(fl & FV_CONV2D_NO_DIRECT),
+        first = (fl & FV_CONV2D_DIRECT) || direct_preferred(op);
+    int n = 0;
+    if (direct && first) n = direct_forms(op, out, n);
+    if (!(fl & FV_CONV2D_DIRECT)) n = cudnn_formulations(op, out, all, n);
+    if (direct && !first) n = direct_forms(op, out, n);
+    return n;
+}
+
+static int cudnn_formulations(const fv_conv2d *op, fv__conv_form *out, int all, int n) {
+    const fv_conv2d_desc *d = &op->desc;
+    int cp = FV_ROUND_UP(d->c, 8), kp = FV_ROUND_UP(d->k, 8);
     if (d->groups > 1 && d->groups == d->c && d->c == d->k) {
         n = add_form(out, n, cp, 1, cp, cp, cp, "depthwise");
     } else if (d->groups > 1 && d->c % 8 == 0 && d->k % 8 == 0 && (d->c / d->groups) % 8 == 0 &&
@@ -106,14 +149,15 @@ static void pack_weights(const fv_conv2d *op, const fv__conv_form *f, const floa
                          fv_half *out) {
     const fv_conv2d_desc *d = &op->desc;
     int cg = d->c / d->groups, kg = d->k / d->groups;
-    memset(out, 0, (size_t)f->kp * d->r * d->s * f->wc * sizeof *out);
+    size_t row = f->kr ? (size_t)f->kr : (size_t)d->s * f->wc; /* per (k, filter row) */
+    memset(out, 0, (size_t)f->kp * d->r * row * sizeof *out);
     for (int k = 0; k < d->k; k++) {
         int g = k / kg;
         for (int c = 0; c < cg; c++) {
             int col = f->groups == 1 ? g * cg + c : f->wc == 1 ? 0 : c;
             for (int r = 0; r < d->r; r++)
                 for (int s = 0; s < d->s; s++)
-                    out[(((size_t)k * d->r + r) * d->s + s) * f->wc + col] =
+                    out[((size_t)k * d->r + r) * row + (size_t)s * f->wc + col] =
                         fv_f32_to_f16(w[(((size_t)k * cg + c) * d->r + r) * d->s + s]);
         }
     }
@@ -124,7 +168,7 @@ static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const flo
                                 const float *bias, void **w, void **b) {
     const fv_conv2d_desc *d = &op->desc;
     fv_pool *dev = op->ctx->pools[FV_POOL_DEVICE];
-    size_t nw = (size_t)f->kp * d->r * d->s * f->wc;
+    size_t nw = (size_t)f->kp * d->r * (f->kr ? (size_t)f->kr : (size_t)d->s * f->wc);
     *w = *b = NULL;
     fv_half *hw = malloc((nw + (size_t)f->kp) * sizeof *hw);
     FV_REQUIRE(hw, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory for the weights");
@@ -234,13 +278,85 @@ static fv_status legacy_candidates(fv_conv2d *op, const fv__conv_form *f, fv__co
     return FV_OK;
 }
 
+/* The direct kernel's geometry for form f with th rows per block. */
+static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form *f, int th) {
+    const fv_conv2d_desc *d = &op->desc;
+    return (fv__conv_direct_geom){.n = d->n,
+                                  .h = d->h,
+                                  .w = d->w,
+                                  .cs = f->cs,
+                                  .cm = f->cd,
+                                  .p = op->p,
+                                  .q = op->q,
+                                  .kp = f->kp,
+                                  .k = d->k,
+                                  .r = d->r,
+                                  .s = d->s,
+                                  .sh = d->stride_h,
+                                  .sw = d->stride_w,
+                                  .ph = d->pad_h,
+                                  .pw = d->pad_w,
+                                  .th = th};
+}
+
+/* A direct-kernel candidate of form f with th rows per block; 0 (why set)
+ * when the kernel cannot run it here. */
+static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int th, fv__conv_cand *c,
+                            char *why, size_t why_n) {
+    memset(c, 0, sizeof *c);
+    c->dg = direct_geom(op, f, th);
+    size_t smem = 0;
+    if (!fv__conv_direct_check(&c->dg, fv__cuda_device(op->ctx), &smem, why, why_n)) return 0;
+    if (c->dg.kr != f->kr) {
+        snprintf(why, why_n, "weights laid out for kr=%d, kernel wants %d", f->kr, c->dg.kr);
+        return 0;
+    }
+    if (fv__conv_direct_prepare(&c->dg) != FV_OK) {
+        snprintf(why, why_n, "%s", fv_last_error());
+        return 0;
+    }
+    c->path = FV__PATH_DIRECT;
+    c->f = *f;
+    c->tensor_cores = 1;
+    c->choice.path = FV__PATH_DIRECT;
+    c->choice.cdecl_ = f->cd;
+    c->choice.engine = th;
+    snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows", th);
+    snprintf(c->how, sizeof c->how, "fovea direct kernel, %d rows a block, %zu B shared", th, smem);
+    return 1;
+}
+
+/* Direct candidates of form f (8, 16 and 4 rows a block; the first only
+ * when first_only) into out[*n..]. Returns how many were offered. */
+static int direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
+                             fv__conv_cand *out, int *n, int max, char *why, size_t why_n) {
+    static const int ths[] = {8, 16, 4};
+    int offered = 0;
+    for (int i = 0; i < 3 && *n < max; i++) {
+        if (!direct_candidate(op, f, ths[i], &out[*n], why, why_n)) continue;
+        (*n)++;
+        offered++;
+        if (first_only) break;
+    }
+    return offered;
+}
+
 /* A candidate from a profile entry, or FV_ERR_NOT_SUPPORTED. */
 static fv_status from_profile(fv_conv2d *op, const fv__engine_choice *e, const fv__conv_form *forms,
                               int nf, fv__conv_cand *out, fv__conv_legacy *l) {
     fv_context *ctx = op->ctx;
     cudnnHandle_t h = fv__cuda_cudnn(ctx);
     for (int i = 0; i < nf; i++) {
-        if (forms[i].cd != e->cdecl_) continue;
+        if (forms[i].cd != e->cdecl_ || !forms[i].kr != (e->path != FV__PATH_DIRECT)) continue;
+        if (e->path == FV__PATH_DIRECT) {
+            char why[160];
+            if (e->engine > 64 ||
+                !direct_candidate(op, &forms[i], (int)e->engine, out, why, sizeof why))
+                continue;
+            out->choice = *e;
+            snprintf(out->how, sizeof out->how, "profile (%s, %.4f ms)", e->how, (double)e->ms);
+            return FV_OK;
+        }
         memset(out, 0, sizeof *out);
         out->f = forms[i];
         out->choice = *e;
@@ -303,7 +419,7 @@ static void warm_up(fv_conv2d *op, conv_state *st) {
     snprintf(saved, sizeof saved, "%s", fv_last_error());
     if (fv_pool_alloc(dev, xb, &x) == FV_OK && fv_pool_alloc(dev, yb, &y) == FV_OK &&
         cudaMemsetAsync(x, 0, xb, fv__cuda_stream(ctx)) == cudaSuccess &&
-        (st->c.path == FV__PATH_LEGACY ||
+        (!fv__conv_uses_graph(st->c.path) ||
          fv__conv_variant_pack(st->c.path == FV__PATH_GRAPH && op->has_bias, x, st->w, y, st->b, ws,
                                &vp) == CUDNN_STATUS_SUCCESS) &&
         fv__conv_run(op, &st->c, &st->l, vp, x, y, st->w, st->b, ws) == FV_OK) {
@@ -360,20 +476,69 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
     return FV_OK;
 }
 
+/* cuDNN's candidates of form f into out[*n..]: the fused graph, then (when
+ * there is an epilogue) the bare conv graph with fovea's epilogue kernel:
+ * list A of each first, the fallback lists after (their engines are often
+ * slow, without tensor cores); then the legacy API (always when tuning, else
+ * when no graph runs). Appends what it found to why. */
+static void cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, fv__conv_cand *out,
+                             int *n, int max, fv__conv_legacy *l, const char *sep, char *why,
+                             size_t why_n) {
+    fv_context *ctx = op->ctx;
+    const fv_conv2d_desc *d = &op->desc;
+    cudnnHandle_t h = fv__cuda_cudnn(ctx);
+    int too_big = 0, offered = 0;
+    int split = op->has_bias || d->activation != FV_ACT_IDENTITY;
+    fv__conv_graph g, gb;
+    cudnnStatus_t gs = fv__conv_graph_build(op, f, 0, h, &g);
+    cudnnStatus_t bs = split ? fv__conv_graph_build(op, f, 1, h, &gb) : CUDNN_STATUS_NOT_SUPPORTED;
+    for (int pass = 0; pass < 4; pass++) {
+        int is_split = pass & 1;
+        cudnnBackendHeurMode_t mode = pass < 2 ? CUDNN_HEUR_MODE_A : CUDNN_HEUR_MODE_FALLBACK;
+        if ((is_split ? bs : gs) != CUDNN_STATUS_SUCCESS) continue;
+        if (!tune && *n > 0) break;
+        if (tune && mode == CUDNN_HEUR_MODE_FALLBACK && is_split) continue;
+        offered += graph_candidates(op, f, is_split ? FV__PATH_GRAPH_SPLIT : FV__PATH_GRAPH,
+                                    is_split ? gb.graph : g.graph, mode,
+                                    pass < 2 ? "A" : "fallback", !tune, out, n, max, &too_big);
+    }
+    fv__conv_graph_destroy(&g);
+    if (split) fv__conv_graph_destroy(&gb);
+    int nlegacy_from = *n;
+    if (tune || *n == 0) {
+        fv_status ls = legacy_candidates(op, f, l, !tune, out, n, max);
+        if (ls != FV_OK)
+            fv__log(ctx, FV_LOG_DEBUG, "conv2d (%s): legacy API: %s", f->name, fv_last_error());
+    }
+    snprintf(why, why_n, "%s[%s: graph %s, %d configs, %d over the workspace limit, %d legacy]",
+             sep, f->name, gs ? cudnnGetErrorString(gs) : "built", offered, too_big,
+             *n - nlegacy_from);
+}
+
 static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, conv_state *st,
                         char *why, size_t why_n) {
     fv_context *ctx = op->ctx;
     const fv_conv2d_desc *d = &op->desc;
-    cudnnHandle_t h = fv__cuda_cudnn(ctx);
     int tune = (d->flags & FV_CONV2D_AUTOTUNE) != 0;
     fv__conv_form forms[MAX_FORMS];
     int nf = formulations(op, forms, 1);
+    FV_REQUIRE(nf > 0, FV_ERR_NOT_SUPPORTED,
+               "conv2d: FV_CONV2D_DIRECT: fovea's direct kernel runs groups 1, dilation 1 and "
+               "K <= 64 only (this op: groups %d, dilation %dx%d, K %d)",
+               d->groups, d->dilation_h, d->dilation_w, d->k);
 
     /* 1. the profile */
-    if (!tune && !(d->flags & FV_CONV2D_NO_PROFILE)) {
+    if (!tune && !(d->flags & (FV_CONV2D_NO_PROFILE | FV_CONV2D_DIRECT))) {
         char key[FV__PROFILE_KEY];
         fv__conv2d_key(d, op->has_bias, key, sizeof key);
         const fv__engine_choice *e = fv__profile_find(ctx->profile, key);
+        if (e && e->path == FV__PATH_DIRECT && (d->flags & FV_CONV2D_NO_DIRECT)) {
+            fv__log(ctx, FV_LOG_DEBUG,
+                    "conv2d: profile entry %s names fovea's direct kernel, which the op's flags "
+                    "exclude; choosing anew",
+                    key);
+            e = NULL;
+        }
         if (e) {
             if (from_profile(op, e, forms, nf, &st->c, &st->l) == FV_OK) {
                 st->ms = e->ms;
@@ -394,41 +559,19 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
         enum { MAXC = 64 };
         fv__conv_cand *c = calloc(MAXC, sizeof *c);
         FV_REQUIRE(c, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
-        int n = 0, too_big = 0, offered = 0;
-        /* fused graph, then (when there is an epilogue) the bare conv graph
-         * with fovea's epilogue kernel: list A of each first, the fallback
-         * lists after (their engines are often slow, without tensor cores) */
-        int split = op->has_bias || d->activation != FV_ACT_IDENTITY;
-        fv__conv_graph g, gb;
-        cudnnStatus_t gs = fv__conv_graph_build(op, f, 0, h, &g);
-        cudnnStatus_t bs =
-            split ? fv__conv_graph_build(op, f, 1, h, &gb) : CUDNN_STATUS_NOT_SUPPORTED;
-        for (int pass = 0; pass < 4; pass++) {
-            int is_split = pass & 1;
-            cudnnBackendHeurMode_t mode = pass < 2 ? CUDNN_HEUR_MODE_A : CUDNN_HEUR_MODE_FALLBACK;
-            if ((is_split ? bs : gs) != CUDNN_STATUS_SUCCESS) continue;
-            if (!tune && n > 0) break;
-            if (tune && mode == CUDNN_HEUR_MODE_FALLBACK && is_split) continue;
-            offered += graph_candidates(op, f, is_split ? FV__PATH_GRAPH_SPLIT : FV__PATH_GRAPH,
-                                        is_split ? gb.graph : g.graph, mode,
-                                        pass < 2 ? "A" : "fallback", !tune, c, &n, MAXC, &too_big);
-        }
-        fv__conv_graph_destroy(&g);
-        if (split) fv__conv_graph_destroy(&gb);
+        int n = 0;
         fv__conv_legacy l;
         memset(&l, 0, sizeof l);
-        int nlegacy_from = n;
-        if (tune || n == 0) {
-            fv_status ls = legacy_candidates(op, f, &l, !tune, c, &n, MAXC);
-            if (ls != FV_OK)
-                fv__log(ctx, FV_LOG_DEBUG, "conv2d (%s): legacy API: %s", f->name, fv_last_error());
-        }
         size_t used = strlen(why);
-        snprintf(why + used, why_n - used,
-                 "%s[%s: graph %s, %d configs, %d over the workspace "
-                 "limit, %d legacy]",
-                 used ? " " : "", f->name, gs ? cudnnGetErrorString(gs) : "built", offered, too_big,
-                 n - nlegacy_from);
+        if (f->kr) { /* fovea's direct kernel */
+            char dwhy[160] = "";
+            int offered = direct_candidates(op, f, !tune, c, &n, MAXC, dwhy, sizeof dwhy);
+            snprintf(why + used, why_n - used, "%s[%s: %d variants%s%s]", used ? " " : "", f->name,
+                     offered, offered ? "" : ": ", offered ? "" : dwhy);
+        } else {
+            cudnn_candidates(op, f, tune, c, &n, MAXC, &l, used ? " " : "", why + used,
+                             why_n - used);
+        }
         int best = n ? 0 : -1;
         if (tune && n >= 1) {
             float *ms = calloc((size_t)n, sizeof *ms);
@@ -479,7 +622,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
     }
     if (st->c.path) return FV_OK;
     return fv__error(FV_ERR_NOT_SUPPORTED,
-                     "conv2d %dx%dx%d -> K=%d %dx%d: no cuDNN engine runs it within the %zu-byte "
+                     "conv2d %dx%dx%d -> K=%d %dx%d: no engine runs it within the %zu-byte "
                      "workspace limit: %s",
                      d->h, d->w, d->c, d->k, d->r, d->s, ctx->workspace_limit, why);
 }
@@ -526,7 +669,7 @@ fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor 
     const void *x = fv__tensor_ptr(in);
     void *y = fv__tensor_ptr(out);
     fv__bdesc vp = NULL;
-    if (st->c.path != FV__PATH_LEGACY) FV_TRY(variant_pack(op, st, x, y, ws, &vp));
+    if (fv__conv_uses_graph(st->c.path)) FV_TRY(variant_pack(op, st, x, y, ws, &vp));
     return fv__conv_run(op, &st->c, &st->l, vp, x, y, st->w, st->b, ws);
 }
 
@@ -534,7 +677,7 @@ fv_status fv__cuda_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *ou
     conv_state *st = op->be_state;
     fv__bdesc vp = NULL;
     void *ws = fv__cuda_state_of(op->ctx)->ws;
-    if (st->c.path != FV__PATH_LEGACY)
+    if (fv__conv_uses_graph(st->c.path))
         FV_TRY(variant_pack(op, st, fv__tensor_ptr(in), fv__tensor_ptr(out), ws, &vp));
     /* one run with exactly these pointers: cuDNN finishes per-binding set-up
      * at the first execution */
@@ -552,7 +695,7 @@ void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out) {
     snprintf(out->choice, sizeof out->choice, "%.63s", st->c.how);
     snprintf(out->layout, sizeof out->layout, "%s", st->c.f.name);
     out->tensor_cores = st->c.tensor_cores;
-    out->fused = st->c.path == FV__PATH_GRAPH;
+    out->fused = st->c.path == FV__PATH_GRAPH || st->c.path == FV__PATH_DIRECT;
     out->workspace_bytes = st->c.ws;
     out->measured_ms = isfinite(st->ms) ? st->ms : 0.0f;
     out->candidates = st->candidates;

@@ -6,6 +6,7 @@
 
 #include "../../core/profile.h"
 #include "cuda_internal.h"
+#include "kernels/conv_direct.cuh"
 
 typedef cudnnBackendDescriptor_t fv__bdesc;
 
@@ -15,7 +16,10 @@ typedef struct fv__conv_form {
     int wc;     /* input channels per group in W */
     int kp;     /* output channels (padded to 8) */
     int cs;     /* input channels as stored: the stride between pixels */
-    int cd;     /* input channels declared to cuDNN (<= cs): C, or C padded to 4 or 8 */
+    int cd;     /* input channels declared to cuDNN (<= cs): C, or C padded to 4 or 8;
+                   fovea's direct kernel: the channels it reads */
+    int kr;     /* direct kernel: weights per (k, filter row), S * cd rounded up to
+                   16 (zero past S * cd); 0 for cuDNN's forms (S * wc) */
     char name[64];
 } fv__conv_form;
 
@@ -25,11 +29,17 @@ typedef struct fv__conv_cand {
     fv__conv_form f;
     fv__bdesc plan;                 /* graph path */
     cudnnConvolutionFwdAlgo_t algo; /* legacy path */
+    fv__conv_direct_geom dg;        /* direct path */
     size_t ws;
     int tensor_cores;
     fv__engine_choice choice; /* engine, knobs, cdecl: what a profile stores */
     char engine[64], how[160];
 } fv__conv_cand;
+
+/* Whether candidates of path p run a cuDNN graph plan (need a variant pack). */
+static inline int fv__conv_uses_graph(fv__engine_path p) {
+    return p == FV__PATH_GRAPH || p == FV__PATH_GRAPH_SPLIT;
+}
 
 /* Descriptors of one graph, destroyed together. */
 typedef struct fv__conv_graph {

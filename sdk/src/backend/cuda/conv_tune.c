@@ -58,6 +58,9 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
                                           FV_ACT_IDENTITY, 0.0f);
         return FV_OK;
     }
+    if (c->path == FV__PATH_DIRECT)
+        return fv__conv_direct_run(fv__cuda_stream(ctx), &c->dg, x, y, w, op->has_bias ? b : NULL,
+                                   d->activation, d->activation_alpha);
     float alpha = 1.0f, beta = 0.0f;
     FV_CUDNN_TRY(cudnnConvolutionForward(h, &alpha, l->x, x, l->w, w, l->c, c->algo, ws, c->ws,
                                          &beta, l->y, y));
@@ -117,7 +120,7 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
         float t[TUNE_RUNS];
         fv_status rs = FV_OK;
         fv__bdesc vp = NULL;
-        if (cands[i].path != FV__PATH_LEGACY &&
+        if (fv__conv_uses_graph(cands[i].path) &&
             fv__conv_variant_pack(cands[i].path == FV__PATH_GRAPH && op->has_bias, x, w, y, b, ws,
                                   &vp) != CUDNN_STATUS_SUCCESS)
             continue;

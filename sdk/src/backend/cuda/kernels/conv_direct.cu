@@ -1,0 +1,255 @@
+#include <cuda_fp16.h>
+#include <mma.h>
+#include <stdio.h>
+#include "conv_direct.cuh"
+#include "../cuda_check.h"
+#include "../../activation.h"
+
+using namespace nvcuda;
+
+namespace {
+
+struct direct_args {
+    const __half *x;
+    __half *y;
+    const __half *w;
+    const __half *bias; /* or NULL */
+    int h, w_in, cs, p, q, kp, k, r, sh, sw, ph, pw, kr;
+    int rows_in, cols_in, row_stride; /* the input window in shared memory */
+    int act;
+    float alpha;
+};
+
+/* Window geometry of g: rows and columns of input pixels a block reads, and
+ * the shared-memory row length in halves (a multiple of 16: 32-byte aligned
+ * rows, as wmma loads need). */
+void window_of(const fv__conv_direct_geom *g, int *rows, int *cols, int *stride) {
+    *rows = (g->th - 1) * g->sh + g->r;
+    /* the last pixel's last 16-wide step reads up to kr halves past its start */
+    *cols = 31 * g->sw + (g->kr + g->cm - 1) / g->cm;
+    *stride = (*cols * g->cm + 15) / 16 * 16;
+}
+
+size_t smem_of(const fv__conv_direct_geom *g) {
+    int rows, cols, stride;
+    window_of(g, &rows, &cols, &stride);
+    return (size_t)rows * stride * 2 + (size_t)g->kp * g->r * g->kr * 2 +
+           (size_t)g->th * 32 * 8 * 4;
+}
+
+template <int CM, int NF> __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int ldb = a.r * a.kr; /* halves between output channels in sw */
+    __half *sx = reinterpret_cast<__half *>(smem);
+    __half *sw = sx + (size_t)a.rows_in * a.row_stride;
+    float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * ldb);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int n = blockIdx.z, ox0 = blockIdx.x * 32, oy0 = blockIdx.y * (blockDim.x >> 5);
+    const int iy0 = oy0 * a.sh - a.ph, ix0 = ox0 * a.sw - a.pw;
+
+    { /* all weights, 16 bytes at a time (NF * 8 * ldb is a multiple of 8) */
+        const uint4 *src = reinterpret_cast<const uint4 *>(a.w);
+        uint4 *dst = reinterpret_cast<uint4 *>(sw);
+        const int nv = NF * ldb; /* NF * 8 * ldb / 8 */
+        for (int i = threadIdx.x; i < nv; i += blockDim.x)
+            dst[i] = __ldg(src + i);
+    }
+    { /* the input window: the first CM channels of each pixel, 0 outside */
+        const __half *xn = a.x + (size_t)n * a.h * a.w_in * a.cs;
+        if (CM == 4) {
+            const int total = a.rows_in * a.cols_in;
+            for (int i = threadIdx.x; i < total; i += blockDim.x) {
+                const int ry = i / a.cols_in, rx = i - ry * a.cols_in;
+                const int iy = iy0 + ry, ix = ix0 + rx;
+                uint2 v = make_uint2(0u, 0u);
+                if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.w_in)
+                    v = __ldg(
+                        reinterpret_cast<const uint2 *>(xn + ((size_t)iy * a.w_in + ix) * a.cs));
+                *reinterpret_cast<uint2 *>(sx + ry * a.row_stride + rx * 4) = v;
+            }
+        } else {
+            constexpr int U = CM >= 8 ? CM / 8 : 1; /* 16-byte vectors per pixel */
+            const int total = a.rows_in * a.cols_in * U;
+            for (int i = threadIdx.x; i < total; i += blockDim.x) {
+                const int px = i / U, u = i - px * U;
+                const int ry = px / a.cols_in, rx = px - ry * a.cols_in;
+                const int iy = iy0 + ry, ix = ix0 + rx;
+                uint4 v = make_uint4(0u, 0u, 0u, 0u);
+                if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.w_in)
+                    v = __ldg(reinterpret_cast<const uint4 *>(
+                        xn + ((size_t)iy * a.w_in + ix) * a.cs + u * 8));
+                *reinterpret_cast<uint4 *>(sx + ry * a.row_stride + rx * CM + u * 8) = v;
+            }
+        }
+    }
+    __syncthreads();
+
+    wmma::fragment<wmma::accumulator, 32, 8, 16, float> acc[NF];
+#pragma unroll
+    for (int j = 0; j < NF; j++)
+        wmma::fill_fragment(acc[j], 0.0f);
+    const int lda = CM * a.sw; /* halves between neighbouring output pixels */
+    const __half *arow = sx + (size_t)warp * a.sh * a.row_stride;
+    for (int r = 0; r < a.r; r++) {
+        const __half *ap = arow + (size_t)r * a.row_stride;
+        const __half *bp = sw + (size_t)r * a.kr;
+        for (int kc = 0; kc < a.kr; kc += 16) {
+            wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> fa;
+            wmma::load_matrix_sync(fa, ap + kc, lda);
+#pragma unroll
+            for (int j = 0; j < NF; j++) {
+                wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::col_major> fb;
+                wmma::load_matrix_sync(fb, bp + (size_t)j * 8 * ldb + kc, ldb);
+                wmma::mma_sync(acc[j], fa, fb, acc[j]);
+            }
+        }
+    }
+
+    /* epilogue: through a 32 x 8 FP32 tile per warp; lane = output pixel */
+    float *st = stage + warp * 32 * 8;
+    const int oy = oy0 + warp, ox = ox0 + lane;
+    const bool in = oy < a.p && ox < a.q;
+    __half *yp = a.y + (((size_t)n * a.p + oy) * a.q + ox) * a.kp;
+#pragma unroll
+    for (int j = 0; j < NF; j++) {
+        wmma::store_matrix_sync(st, acc[j], 8, wmma::mem_row_major);
+        __syncwarp();
+        if (in) {
+            const float4 v0 = reinterpret_cast<const float4 *>(st + lane * 8)[0];
+            const float4 v1 = reinterpret_cast<const float4 *>(st + lane * 8)[1];
+            const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+            __align__(16) __half o[8];
+#pragma unroll
+            for (int c = 0; c < 8; c++) {
+                const int ch = j * 8 + c;
+                float t = 0.0f;
+                if (ch < a.k) {
+                    t = v[c];
+                    if (a.bias) t += __half2float(a.bias[ch]);
+                    t = fv__act(a.act, a.alpha, t);
+                }
+                o[c] = __float2half_rn(t);
+            }
+            *reinterpret_cast<uint4 *>(yp + j * 8) = *reinterpret_cast<const uint4 *>(o);
+        }
+        __syncwarp();
+    }
+}
+
+typedef void (*kernel_fn)(direct_args);
+
+template <int CM> kernel_fn pick_nf(int nf) {
+    switch (nf) {
+    case 1:
+        return direct_kernel<CM, 1>;
+    case 2:
+        return direct_kernel<CM, 2>;
+    case 3:
+        return direct_kernel<CM, 3>;
+    case 4:
+        return direct_kernel<CM, 4>;
+    case 5:
+        return direct_kernel<CM, 5>;
+    case 6:
+        return direct_kernel<CM, 6>;
+    case 7:
+        return direct_kernel<CM, 7>;
+    case 8:
+        return direct_kernel<CM, 8>;
+    default:
+        return nullptr;
+    }
+}
+
+kernel_fn pick(int cm, int kp) {
+    switch (cm) {
+    case 4:
+        return pick_nf<4>(kp / 8);
+    case 8:
+        return pick_nf<8>(kp / 8);
+    case 16:
+        return pick_nf<16>(kp / 8);
+    case 32:
+        return pick_nf<32>(kp / 8);
+    default:
+        return nullptr;
+    }
+}
+
+} // namespace
+
+extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t *smem, char *why,
+                                     size_t why_n) {
+    *smem = 0;
+    if (!(g->cm == 4 || g->cm == 8 || g->cm == 16 || g->cm == 32) || g->cm > g->cs || g->cs % 8) {
+        snprintf(why, why_n, "reads %d of %d stored channels (needs 4, 8, 16 or 32)", g->cm, g->cs);
+        return 0;
+    }
+    if (g->kp % 8 || g->kp < 8 || g->kp > 64 || g->k > g->kp) {
+        snprintf(why, why_n, "K stored as %d (needs 8..64)", g->kp);
+        return 0;
+    }
+    if ((g->cm * g->sw) % 8) {
+        snprintf(why, why_n, "stride %d x %d channels read is not a multiple of 8", g->sw, g->cm);
+        return 0;
+    }
+    if (!(g->th == 4 || g->th == 8 || g->th == 16) || g->r < 1 || g->s < 1 || g->sh < 1 ||
+        g->sw < 1 || g->n < 1 || g->p < 1 || g->q < 1 || g->n > 65535 ||
+        (g->p + g->th - 1) / g->th > 65535) {
+        snprintf(why, why_n, "geometry out of range");
+        return 0;
+    }
+    g->kr = (g->s * g->cm + 15) / 16 * 16;
+    size_t need = smem_of(g);
+    int optin = 0;
+    if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+        cudaSuccess) {
+        cudaGetLastError();
+        optin = 48 * 1024;
+    }
+    if (need > (size_t)optin) {
+        snprintf(why, why_n, "needs %zu bytes of shared memory per block, the GPU has %d", need,
+                 optin);
+        return 0;
+    }
+    *smem = need;
+    return 1;
+}
+
+extern "C" fv_status fv__conv_direct_prepare(const fv__conv_direct_geom *g) {
+    kernel_fn f = pick(g->cm, g->kp);
+    FV_REQUIRE(f, FV_ERR_INTERNAL, "direct conv: no kernel for cm=%d kp=%d", g->cm, g->kp);
+    /* the device's limit, not this op's need: ops share the kernel, and a
+     * smaller value set for one would make another's launch fail */
+    int dev = 0, optin = 0;
+    FV_CUDA_TRY(cudaGetDevice(&dev));
+    FV_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    FV_REQUIRE(smem_of(g) <= (size_t)optin, FV_ERR_INTERNAL,
+               "direct conv: %zu bytes of shared memory, the GPU has %d", smem_of(g), optin);
+    FV_CUDA_TRY(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    return FV_OK;
+}
+
+extern "C" fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_direct_geom *g,
+                                         const void *x, void *y, const void *w, const void *bias,
+                                         fv_activation act, float alpha) {
+    kernel_fn f = pick(g->cm, g->kp);
+    FV_REQUIRE(f && x && y && w && ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 16) == 0 &&
+                   ((uintptr_t)w % 16) == 0 && g->kr % 16 == 0,
+               FV_ERR_INTERNAL, "direct conv: bad arguments (cm=%d kp=%d kr=%d)", g->cm, g->kp,
+               g->kr);
+    direct_args a;
+    a.x = static_cast<const __half *>(x);
+    a.y = static_cast<__half *>(y);
+    a.w = static_cast<const __half *>(w);
+    a.bias = static_cast<const __half *>(bias);
+    a.h = g->h, a.w_in = g->w, a.cs = g->cs, a.p = g->p, a.q = g->q, a.kp = g->kp, a.k = g->k;
+    a.r = g->r, a.sh = g->sh, a.sw = g->sw, a.ph = g->ph, a.pw = g->pw, a.kr = g->kr;
+    window_of(g, &a.rows_in, &a.cols_in, &a.row_stride);
+    a.act = (int)act;
+    a.alpha = alpha;
+    dim3 grid((unsigned)((g->q + 31) / 32), (unsigned)((g->p + g->th - 1) / g->th), (unsigned)g->n);
+    f<<<grid, 32 * g->th, smem_of(g), stream>>>(a);
+    FV_CUDA_TRY(cudaGetLastError());
+    return FV_OK;
+}

@@ -1,0 +1,55 @@
+/* fovea's direct convolution: FP16 NHWC in, FP32 accumulate on tensor cores,
+ * bias and activation fused, FP16 NHWC out, in one kernel. Meant for the
+ * small channel counts of image layers (C <= 32, K <= 64), where cuDNN's
+ * GEMM tiles are mostly padding.
+ *
+ * An implicit GEMM with nvcuda::wmma m32n8k16: a block owns `th` output rows
+ * x 32 output columns (one warp per row); it copies the input window of
+ * that tile (its first `cm` channels) and all weights into shared memory
+ * once. For a filter row r, the S taps x cm channels a pixel needs lie next
+ * to each other in shared memory, so the A operand of output pixel m is the
+ * row at m * stride_w * cm: no im2col, no copies per tap. Each filter row's
+ * reduction is S * cm rounded up to 16 (`kr`); the weights past S * cm are
+ * zero (and the window carries zeroed columns for the overrun). */
+#ifndef FOVEA_KERNELS_CONV_DIRECT_CUH
+#define FOVEA_KERNELS_CONV_DIRECT_CUH
+
+#include <cuda_runtime.h>
+#include "../../../core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fv__conv_direct_geom {
+    int n, h, w; /* input */
+    int cs;      /* input channels as stored (elements between pixels) */
+    int cm;      /* channels read per pixel: 4, 8, 16 or 32, <= cs */
+    int p, q;    /* output */
+    int kp, k;   /* output channels stored (multiple of 8, <= 64), real */
+    int r, s, sh, sw, ph, pw;
+    int kr; /* reduction per filter row: s * cm rounded up to 16 */
+    int th; /* output rows (warps) per block: 4, 8 or 16 */
+} fv__conv_direct_geom;
+
+/* Fills kr and checks that the kernel runs g on device `device`; smem gets
+ * the bytes of shared memory a block takes. Returns 1, or 0 with why. */
+int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t *smem, char *why,
+                          size_t why_n);
+
+/* Set-up, once per op: lets the kernel of g take up to the current device's
+ * opt-in limit of shared memory (more than the default 48 KB). */
+fv_status fv__conv_direct_prepare(const fv__conv_direct_geom *g);
+
+/* y = act(conv(x, w) + bias) on stream. w: FP16 [kp][r][kr], element
+ * (k, r, s * cm + c) = W[k][c][r][s], zero elsewhere; bias: kp FP16 values
+ * or NULL. Output lanes k..kp-1 are written 0. No allocation, no
+ * synchronization (capturable). */
+fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x,
+                              void *y, const void *w, const void *bias, fv_activation act,
+                              float alpha);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
