@@ -101,11 +101,14 @@ static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
     return add_direct_form(op, out, n, cm);
 }
 
-/* The heuristic for the direct kernel without timing: small channel counts,
- * where cuDNN's tiles are mostly padding. */
+/* The heuristic for the direct kernel without timing, from the H100
+ * benchmark (docs/bench/RESULTS.md): at most 8 input channels, and either at
+ * most 16 outputs or a window of 25 taps or more: there cuDNN's tiles are
+ * mostly padding. With more channels, or 3x3 windows into 32 outputs,
+ * cuDNN's engines were as fast or faster. */
 static int direct_preferred(const fv_conv2d *op) {
     const fv_conv2d_desc *d = &op->desc;
-    return FV_ROUND_UP(d->c, 8) <= 32 && FV_ROUND_UP(d->k, 8) <= 32;
+    return d->c <= 8 && (FV_ROUND_UP(d->k, 8) <= 16 || d->r * d->s >= 25);
 }
 
 /* The ways to express the op, preferred first. all: include the declared-C
