@@ -13,7 +13,8 @@
 #   results and targets), fovea_conv.json (fovea-bench conv's own),
 #   conv_ratios.png, fovea_profile.txt, conv_profile_fresh.json, conv_tables.json
 # Environment: FV_CONV_ITERS (100), FV_CONV_WARMUP (10), FV_CONV_SHAPES (all),
-#   FV_CONV_CACHE (flush|rotate), FV_CONV_PROFILE_REPEATS (5), PYTHON (python3). Debian .debs in .deps/
+#   FV_CONV_CACHE (flush|rotate), FV_CONV_PROFILE_REPEATS (5), FV_CONV_TABLES
+#   (1; 0 skips conv-tables), PYTHON (python3). Debian .debs in .deps/
 #   (libpng, libjpeg headers for the platform library) are unpacked and used,
 #   as toolchain/device-check.sh does.
 set -uo pipefail
@@ -161,9 +162,11 @@ main() {
     --png "$out/conv_ratios.png"
   echo "conv_vs_pytorch.py: exit $?"
 
-  step "conv-tables"
-  timeout 240 "$bench" conv-tables --cache "$cache" --json "$out/conv_tables.json"
-  echo "conv-tables: exit $?"
+  if [ "${FV_CONV_TABLES:-1}" != 0 ]; then
+    step "conv-tables"
+    timeout 240 "$bench" conv-tables --cache "$cache" --json "$out/conv_tables.json"
+    echo "conv-tables: exit $?"
+  fi
 
   step "done"
   ls -l "$out"
