@@ -266,6 +266,87 @@ static void direct_kernel_variants_from_profile(void **state) {
     remove(path);
 }
 
+/* Every legacy-fused entry rebuilds from a profile and matches the CPU:
+ * autotuned entries are rewritten to cudnnConvolutionBiasActivationForward
+ * with IMPLICIT_PRECOMP_GEMM (algo 1) on C padded to 8, then reloaded. */
+static void legacy_fused_from_profile(void **state) {
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    fv_test_seed(777);
+    const uint32_t fl = FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_DIRECT;
+    const conv_case cases[] = {
+        {1, 40, 56, 3, 16, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, fl},
+        {1, 33, 47, 8, 5, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 1, fl}, /* padded lanes */
+        {1, 30, 30, 12, 24, 5, 5, 2, 2, 1, 1, FV_ACT_RELU, 0, 1, fl},
+        {2, 20, 36, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 0, fl},
+    };
+    enum { NCASES = sizeof cases / sizeof cases[0] };
+    for (size_t i = 0; i < NCASES; i++)
+        assert_true(run_case(&cases[i], 1) <= 2e-3);
+    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char text[1 << 16], edited[1 << 16];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = 0;
+    /* every conv line: path=legacy-fused cdecl=<C padded to 8> engine=1
+     * knobs=- (entries of other tests' ops may then not build; they are not
+     * run here) */
+    char *o = edited;
+    int rewritten = 0;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line + 1) : strlen(line);
+        const char *key = line + 5, *cp = strstr(line, ":c"), *fields = strstr(line, " path=");
+        if (strncmp(line, "conv ", 5) == 0 && cp && fields && cp < fields) {
+            const char *ws = strstr(fields, " ws="), *kn = strstr(fields, " knobs=");
+            assert_true(ws && kn && kn < line + n && ws < kn);
+            int c = atoi(cp + 2);
+            o += sprintf(o, "conv %.*s path=legacy-fused cdecl=%d engine=1", (int)(fields - key),
+                         key, (c + 7) / 8 * 8);
+            o += sprintf(o, "%.*s knobs=-\n", (int)(kn - ws), ws);
+            rewritten++;
+        } else {
+            memcpy(o, line, n);
+            o += n;
+        }
+        line += n;
+    }
+    *o = 0;
+    assert_true(rewritten >= NCASES);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(edited, f);
+    fclose(f);
+    fv_context *ctx2 = NULL, *saved = gpu;
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+    const char *why = NULL;
+    int entries = 0;
+    fv_context_profile_status(ctx2, &why, &entries);
+    assert_string_equal(why, "");
+    assert_int_equal(entries, rewritten);
+    gpu = ctx2;
+    for (size_t i = 0; i < NCASES; i++) {
+        conv_case cc = cases[i];
+        cc.flags = 0; /* the profile decides */
+        double e = run_case(&cc, 1);
+        if (strcmp(last_info.path, "legacy-fused") != 0)
+            fail_msg("case %zu: path %s (%s), not legacy-fused", i, last_info.path,
+                     last_info.choice);
+        assert_string_equal(last_info.engine, "IMPLICIT_PRECOMP_GEMM");
+        assert_non_null(strstr(last_info.choice, "profile"));
+        assert_true(last_info.fused);
+        if (!(e <= 2e-3)) fail_msg("case %zu: error %.3e", i, e);
+    }
+    gpu = saved;
+    fv_context_destroy(ctx2);
+    remove(path);
+}
+
 /* Ops outside the direct kernel's range are refused with the reason. */
 static void direct_kernel_refuses_what_it_cannot_run(void **state) {
     static float w[72 * 8 * 9];
@@ -590,6 +671,7 @@ int main(void) {
         cmocka_unit_test(matches_cpu_reference),
         cmocka_unit_test(direct_kernel_matches_cpu_reference),
         cmocka_unit_test(direct_kernel_variants_from_profile),
+        cmocka_unit_test(legacy_fused_from_profile),
         cmocka_unit_test(direct_kernel_refuses_what_it_cannot_run),
         cmocka_unit_test(padded_lanes_stay_zero),
         cmocka_unit_test(autotuned_matches_cpu_reference),

@@ -60,8 +60,8 @@ static fv__engine_choice random_choice(int i) {
     snprintf(c.key, sizeof c.key,
              "conv2d:n1:h%d:w%d:c3:k32:r5:s5:u1:v1:p2:q2:d1:e1:g1:a1:al0:b1:f16", 100 + i, 200 + i);
     const fv__engine_path paths[] = {FV__PATH_LEGACY, FV__PATH_GRAPH, FV__PATH_GRAPH_SPLIT,
-                                     FV__PATH_DIRECT};
-    c.path = paths[i % 4];
+                                     FV__PATH_DIRECT, FV__PATH_LEGACY_FUSED};
+    c.path = paths[i % 5];
     c.cdecl_ = 1 + (int)(fv_test_rand_u64() % 65536);
     c.engine = (int64_t)(fv_test_rand_u64() >> 1);
     c.nknobs = i % (FV__PROFILE_MAX_KNOBS + 1);
@@ -125,6 +125,8 @@ static void round_trip(void **state) {
     fv__profile_free(&q);
     fv__profile_free(&p);
     fv__profile_free(&p); /* freeing twice is harmless */
+    assert_string_equal(fv__engine_path_name(FV__PATH_LEGACY_FUSED), "legacy-fused");
+    assert_string_equal(fv__engine_path_name((fv__engine_path)6), "none");
 }
 
 static void find_and_replace(void **state) {
@@ -235,6 +237,7 @@ static void conv_keys(void **state) {
 #define HDR "fovea-profile 1\ndevice NVIDIA Test GPU 80GB\nsm 90\ncudnn 91400\n"
 #define E1  "conv a path=graph cdecl=8 engine=3 ws=1024 ms=0.5 how=autotune knobs=1:2,3:-4\n"
 #define E2  "conv b path=legacy cdecl=4 engine=1 ws=0 ms=0 how=heuristics knobs=-\n"
+#define E3  "conv c path=legacy-fused cdecl=8 engine=1 ws=64 ms=0.25 how=autotune knobs=-\n"
 
 /* Loads text; expects status want and a reason containing both needles. */
 static void expect_load(const char *text, size_t len, fv_status want, const char *n1,
@@ -263,6 +266,7 @@ static void expect_load(const char *text, size_t len, fv_status want, const char
 
 static void malformed_files(void **state) {
     expect_load(HDR E1 E2 "end 2\n", sizeof(HDR E1 E2 "end 2\n") - 1, FV_OK, NULL, NULL);
+    expect_load(HDR E3 "end 1\n", sizeof(HDR E3 "end 1\n") - 1, FV_OK, NULL, NULL);
     /* CRLF line ends are tolerated */
     const char crlf[] = "fovea-profile 1\r\ndevice NVIDIA Test GPU 80GB\r\nsm 90\r\ncudnn "
                         "91400\r\nend 0\r\n";
@@ -307,6 +311,8 @@ static void malformed_files(void **state) {
     BAD(HDR "conv a path=graph cdecl=8 engine=3 ws=1 ms=1e999 how=x knobs=-\nend 1\n", "line 5",
         "ms");
     BAD(HDR "conv a path=cuda cdecl=8 engine=3 ws=1 ms=1 how=x knobs=-\nend 1\n", "line 5", "path");
+    BAD(HDR "conv a path=legacy-fusedx cdecl=8 engine=1 ws=1 ms=1 how=x knobs=-\nend 1\n", "line 5",
+        "path");
     BAD(HDR "conv a path=graph cdecl=8 engine=3 ws=1 ms=1 how=x\nend 1\n", "line 5", "knobs");
     BAD(HDR "conv a path=graph cdecl=8 engine=3 ws=1 ms=1 how=x knobs=- knobs=-\nend 1\n", "line 5",
         "twice");

@@ -90,8 +90,13 @@ fv_status fv_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
 
 /* How a convolution runs: the path and engine chosen at creation. */
 typedef struct fv_conv2d_info {
-    char path[16];          /* "graph" (cuDNN graph API), "legacy" (cuDNN v7 API), "cpu" */
-    char engine[64];        /* e.g. "eng7" (graph), "IMPLICIT_PRECOMP_GEMM" (legacy), "direct" */
+    /* "graph" (cuDNN graph API, fused), "graph-split" (bare graph + fovea's
+     * epilogue kernel), "legacy" (cudnnConvolutionForward + epilogue),
+     * "legacy-fused" (cudnnConvolutionBiasActivationForward), "direct"
+     * (fovea's own tensor-core kernel), "cpu" */
+    char path[16];
+    char engine[64];        /* e.g. "eng7" (graph), "IMPLICIT_PRECOMP_GEMM" (legacy),
+                               "fovea-direct-8rows" (direct), "direct" (cpu) */
     int tensor_cores;       /* 1 when the engine runs on tensor cores */
     int fused;              /* 1 when bias and activation run inside the convolution */
     size_t workspace_bytes; /* workspace the engine uses */

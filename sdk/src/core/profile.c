@@ -58,19 +58,21 @@ static bool name_ok(const char *s, size_t n) {
 
 /* What is wrong with c, or NULL. */
 const char *fv__engine_path_name(fv__engine_path p) {
-    return p == FV__PATH_GRAPH         ? "graph"
-           : p == FV__PATH_GRAPH_SPLIT ? "graph-split"
-           : p == FV__PATH_LEGACY      ? "legacy"
-           : p == FV__PATH_DIRECT      ? "direct"
-                                       : "none";
+    return p == FV__PATH_GRAPH          ? "graph"
+           : p == FV__PATH_GRAPH_SPLIT  ? "graph-split"
+           : p == FV__PATH_LEGACY       ? "legacy"
+           : p == FV__PATH_DIRECT       ? "direct"
+           : p == FV__PATH_LEGACY_FUSED ? "legacy-fused"
+                                        : "none";
 }
 
 static const char *choice_problem(const fv__engine_choice *c) {
     if (!word_ok(c->key, sizeof c->key))
         return "key must be 1..191 printable characters without spaces";
     if (c->path != FV__PATH_GRAPH && c->path != FV__PATH_LEGACY &&
-        c->path != FV__PATH_GRAPH_SPLIT && c->path != FV__PATH_DIRECT)
-        return "path must be graph, graph-split, legacy or direct";
+        c->path != FV__PATH_GRAPH_SPLIT && c->path != FV__PATH_DIRECT &&
+        c->path != FV__PATH_LEGACY_FUSED)
+        return "path must be graph, graph-split, legacy, legacy-fused or direct";
     if (c->cdecl_ < 1 || c->cdecl_ > MAX_CDECL) return "cdecl must be 1..65536";
     if (c->engine < 0) return "engine must be >= 0";
     if (c->nknobs < 0 || c->nknobs > FV__PROFILE_MAX_KNOBS) return "more than 16 knobs";
@@ -243,11 +245,12 @@ static fv_status parse_fields(loader *L, char *rest, fv__engine_choice *c) {
         bool ok = true;
         switch (f) {
         case 0:
-            c->path = strcmp(v, "graph") == 0         ? FV__PATH_GRAPH
-                      : strcmp(v, "graph-split") == 0 ? FV__PATH_GRAPH_SPLIT
-                      : strcmp(v, "legacy") == 0      ? FV__PATH_LEGACY
-                      : strcmp(v, "direct") == 0      ? FV__PATH_DIRECT
-                                                      : (fv__engine_path)0;
+            c->path = strcmp(v, "graph") == 0          ? FV__PATH_GRAPH
+                      : strcmp(v, "graph-split") == 0  ? FV__PATH_GRAPH_SPLIT
+                      : strcmp(v, "legacy") == 0       ? FV__PATH_LEGACY
+                      : strcmp(v, "direct") == 0       ? FV__PATH_DIRECT
+                      : strcmp(v, "legacy-fused") == 0 ? FV__PATH_LEGACY_FUSED
+                                                       : (fv__engine_path)0;
             ok = c->path != 0;
             break;
         case 1:

@@ -5,8 +5,8 @@
  *   device <device name, rest of the line>
  *   sm <major*10+minor>
  *   cudnn <cudnnGetVersion() of the library that tuned it>
- *   conv <key> path=<graph|graph-split|legacy|direct> cdecl=<n> engine=<n> ws=<bytes> ms=<float>
- * how=<word> knobs=<t:v,t:v,...|->
+ *   conv <key> path=<graph|graph-split|legacy|legacy-fused|direct> cdecl=<n> engine=<n> ws=<bytes>
+ * ms=<float> how=<word> knobs=<t:v,t:v,...|->
  *   ...
  *   end <number of conv lines>
  * Lines are at most FV__PROFILE_LINE bytes. Anything else (unknown version,
@@ -29,23 +29,26 @@
 /* graph: the fused conv+bias+activation graph; graph-split: a bare conv graph
  * followed by fovea's epilogue kernel (bias, activation), which some shapes
  * run faster; legacy: cudnnConvolutionForward and the epilogue kernel;
+ * legacy-fused: cudnnConvolutionBiasActivationForward (engine = its algo;
+ * only for ops with a bias or an activation other than leaky ReLU);
  * direct: fovea's own tensor-core kernel (engine = its rows per block,
  * cdecl = the channels it reads). */
 typedef enum {
     FV__PATH_GRAPH = 1,
     FV__PATH_LEGACY = 2,
     FV__PATH_GRAPH_SPLIT = 3,
-    FV__PATH_DIRECT = 4
+    FV__PATH_DIRECT = 4,
+    FV__PATH_LEGACY_FUSED = 5
 } fv__engine_path;
 
-/* "graph", "graph-split", "legacy", "direct". */
+/* "graph", "graph-split", "legacy", "direct", "legacy-fused". */
 const char *fv__engine_path_name(fv__engine_path p);
 
 typedef struct fv__engine_choice {
     char key[FV__PROFILE_KEY]; /* the op's signature: no spaces (fv__conv2d_key) */
     fv__engine_path path;
     int cdecl_;     /* input channels declared to cuDNN (C, C rounded to 4 or to 8) */
-    int64_t engine; /* graph: engine global index; legacy: algo number */
+    int64_t engine; /* graph: engine global index; legacy(-fused): algo number */
     int nknobs;
     int64_t knob_type[FV__PROFILE_MAX_KNOBS], knob_value[FV__PROFILE_MAX_KNOBS];
     uint64_t workspace; /* bytes */

@@ -11,8 +11,9 @@
  *     engine is rebuilt from its index and knobs, no heuristics, no timing;
  *  2. with FV_CONV2D_AUTOTUNE: every config of heuristics A and the fallback
  *     list, for each way of declaring the input channels (as they are,
- *     padded to 4, padded to 8), plus the legacy algorithms, timed; fastest
- *     kept;
+ *     padded to 4, padded to 8), plus the legacy algorithms (each also
+ *     through cudnnConvolutionBiasActivationForward when the op has a bias
+ *     or an activation), timed; fastest kept;
  *  3. otherwise heuristics A, then the fallback list, then the legacy API
  *     (cudnnConvolutionForward + an epilogue kernel).
  * Each op reports which (fv_conv2d_info). The choice goes into the
@@ -42,7 +43,7 @@ typedef struct vp_entry {
 
 typedef struct conv_state {
     fv__conv_cand c;   /* the chosen way to run (owns its plan) */
-    fv__conv_legacy l; /* legacy descriptors (legacy path) */
+    fv__conv_legacy l; /* legacy descriptors (legacy and legacy-fused paths) */
     void *w, *b;       /* device FP16 weights [kp][r][s][wc], bias [kp] (or NULL) */
     vp_entry vps[VP_CACHE];
     int vp_next;
@@ -281,6 +282,24 @@ static fv_status legacy_candidates(fv_conv2d *op, const fv__conv_form *f, fv__co
     return FV_OK;
 }
 
+/* For each legacy candidate in out[from..*n), a legacy-fused one with the
+ * same algo and workspace (cudnnConvolutionBiasActivationForward takes the
+ * workspace of cudnnConvolutionForward), where the fused call runs the op. */
+static void legacy_fused_candidates(fv_conv2d *op, const fv__conv_legacy *l, int from,
+                                    fv__conv_cand *out, int *n, int max) {
+    if (!l->b || !l->act) return;
+    for (int i = from, end = *n; i < end && *n < max; i++) {
+        if (out[i].path != FV__PATH_LEGACY || !fv__conv_legacy_fusable(op, out[i].algo)) continue;
+        fv__conv_cand c = out[i];
+        c.path = FV__PATH_LEGACY_FUSED;
+        c.choice.path = FV__PATH_LEGACY_FUSED;
+        char how[sizeof c.how];
+        snprintf(how, sizeof how, "%s", out[i].how);
+        snprintf(c.how, sizeof c.how, "%.100s, fused bias and activation", how);
+        out[(*n)++] = c;
+    }
+}
+
 /* The direct kernel's geometry for form f with th rows per block. */
 static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form *f, int th) {
     const fv_conv2d_desc *d = &op->desc;
@@ -383,7 +402,11 @@ static fv_status from_profile(fv_conv2d *op, const fv__engine_choice *e, const f
             snprintf(out->engine, sizeof out->engine, "eng%lld", (long long)e->engine);
         } else {
             if (e->engine < 0 || e->engine >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT) continue;
-            if (fv__conv_legacy_init(op, &forms[i], l) != FV_OK) {
+            if (e->path == FV__PATH_LEGACY_FUSED &&
+                !fv__conv_legacy_fusable(op, (cudnnConvolutionFwdAlgo_t)e->engine))
+                continue;
+            if (fv__conv_legacy_init(op, &forms[i], l) != FV_OK ||
+                (e->path == FV__PATH_LEGACY_FUSED && (!l->b || !l->act))) {
                 fv__conv_legacy_destroy(l);
                 continue;
             }
@@ -483,7 +506,8 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
  * there is an epilogue) the bare conv graph with fovea's epilogue kernel:
  * list A of each first, the fallback lists after (their engines are often
  * slow, without tensor cores); then the legacy API (always when tuning, else
- * when no graph runs). Appends what it found to why. */
+ * when no graph runs), and when tuning each legacy algo again through the
+ * fused legacy call. Appends what it found to why. */
 static void cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, fv__conv_cand *out,
                              int *n, int max, fv__conv_legacy *l, const char *sep, char *why,
                              size_t why_n) {
@@ -512,6 +536,8 @@ static void cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, fv
         fv_status ls = legacy_candidates(op, f, l, !tune, out, n, max);
         if (ls != FV_OK)
             fv__log(ctx, FV_LOG_DEBUG, "conv2d (%s): legacy API: %s", f->name, fv_last_error());
+        else if (tune)
+            legacy_fused_candidates(op, l, nlegacy_from, out, n, max);
     }
     snprintf(why, why_n, "%s[%s: graph %s, %d configs, %d over the workspace limit, %d legacy]",
              sep, f->name, gs ? cudnnGetErrorString(gs) : "built", offered, too_big,
@@ -612,7 +638,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
             fv__conv_legacy_destroy(&st->l);
             st->c = c[best];
             c[best].plan = NULL;
-            if (st->c.path == FV__PATH_LEGACY) {
+            if (st->c.path == FV__PATH_LEGACY || st->c.path == FV__PATH_LEGACY_FUSED) {
                 st->l = l;
                 memset(&l, 0, sizeof l);
             }
@@ -698,7 +724,8 @@ void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out) {
     snprintf(out->choice, sizeof out->choice, "%.63s", st->c.how);
     snprintf(out->layout, sizeof out->layout, "%s", st->c.f.name);
     out->tensor_cores = st->c.tensor_cores;
-    out->fused = st->c.path == FV__PATH_GRAPH || st->c.path == FV__PATH_DIRECT;
+    out->fused = st->c.path == FV__PATH_GRAPH || st->c.path == FV__PATH_DIRECT ||
+                 st->c.path == FV__PATH_LEGACY_FUSED;
     out->workspace_bytes = st->c.ws;
     out->measured_ms = isfinite(st->ms) ? st->ms : 0.0f;
     out->candidates = st->candidates;

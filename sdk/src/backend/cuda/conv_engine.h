@@ -23,12 +23,13 @@ typedef struct fv__conv_form {
     char name[64];
 } fv__conv_form;
 
-/* One runnable way to do the op: a finalized graph plan or a legacy algo. */
+/* One runnable way to do the op: a finalized graph plan, a legacy algo (with
+ * or without cuDNN's fused bias and activation) or fovea's direct kernel. */
 typedef struct fv__conv_cand {
     fv__engine_path path;
     fv__conv_form f;
     fv__bdesc plan;                 /* graph path */
-    cudnnConvolutionFwdAlgo_t algo; /* legacy path */
+    cudnnConvolutionFwdAlgo_t algo; /* legacy and legacy-fused paths */
     fv__conv_direct_geom dg;        /* direct path */
     size_t ws;
     int tensor_cores;
@@ -36,7 +37,8 @@ typedef struct fv__conv_cand {
     char engine[64], how[160];
 } fv__conv_cand;
 
-/* Whether candidates of path p run a cuDNN graph plan (need a variant pack). */
+/* Whether candidates of path p run a cuDNN graph plan (need a variant pack);
+ * the legacy and legacy-fused paths do not. */
 static inline int fv__conv_uses_graph(fv__engine_path p) {
     return p == FV__PATH_GRAPH || p == FV__PATH_GRAPH_SPLIT;
 }
@@ -63,22 +65,35 @@ void fv__conv_cfg_describe(fv__bdesc cfg, fv__engine_choice *c, int *tensor_core
 /* Rebuilds an engine config from a stored choice (no heuristics). */
 cudnnStatus_t fv__conv_cfg_from_choice(fv__bdesc graph, const fv__engine_choice *c, fv__bdesc *cfg);
 
-/* Legacy API: descriptors of a formulation, and its algos best first. */
+/* Legacy API: descriptors of a formulation, and its algos best first. b and
+ * act (the bias, 1 x kp x 1 x 1 half, and the activation of
+ * cudnnConvolutionBiasActivationForward) are made only for ops the fused
+ * call can run (fv__conv_legacy_fusable); NULL otherwise, or when cuDNN
+ * refused them (the legacy path still runs). */
 typedef struct fv__conv_legacy {
-    cudnnTensorDescriptor_t x, y;
+    cudnnTensorDescriptor_t x, y, b;
     cudnnFilterDescriptor_t w;
     cudnnConvolutionDescriptor_t c;
+    cudnnActivationDescriptor_t act;
 } fv__conv_legacy;
+/* On failure some descriptors may exist: fv__conv_legacy_destroy them. */
 fv_status fv__conv_legacy_init(const fv_conv2d *op, const fv__conv_form *f, fv__conv_legacy *l);
+/* Takes zeroed or initialized descriptors; leaves them zeroed. */
 void fv__conv_legacy_destroy(fv__conv_legacy *l);
+/* Whether the legacy-fused path runs op with algo: the op has a bias or an
+ * activation (else plain legacy is the same), the activation is one cuDNN's
+ * legacy API has (not leaky ReLU), and identity runs with
+ * IMPLICIT_PRECOMP_GEMM only (a cuDNN rule). */
+int fv__conv_legacy_fusable(const fv_conv2d *op, cudnnConvolutionFwdAlgo_t algo);
 const char *fv__conv_algo_name(int algo);
 
 /* A variant pack binding device pointers to the graph's tensors. */
 cudnnStatus_t fv__conv_variant_pack(int has_bias, const void *x, const void *w, void *y,
                                     const void *b, void *ws, fv__bdesc *vp);
 /* Runs a candidate once on the context's stream: graph candidates through vp
- * (made for the same pointers), legacy ones through l; then the epilogue the
- * path needs. No host allocation. */
+ * (made for the same pointers), legacy and legacy-fused ones through l (b: kp
+ * halves, zeros when the op has no bias); then the epilogue the path needs.
+ * No host allocation. */
 fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_legacy *l,
                        fv__bdesc vp, const void *x, void *y, const void *w, const void *b,
                        void *ws);

@@ -4,6 +4,7 @@
  * NHWC is expressed by strides on NCHW-ordered dimensions. The input may be
  * declared with fewer channels (cd) than it stores (cs): the padding lanes
  * are then skipped by the strides. */
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 #include "conv_engine.h"
@@ -312,9 +313,37 @@ const char *fv__conv_algo_name(int algo) {
 void fv__conv_legacy_destroy(fv__conv_legacy *l) {
     if (l->x) cudnnDestroyTensorDescriptor(l->x);
     if (l->y) cudnnDestroyTensorDescriptor(l->y);
+    if (l->b) cudnnDestroyTensorDescriptor(l->b);
     if (l->w) cudnnDestroyFilterDescriptor(l->w);
     if (l->c) cudnnDestroyConvolutionDescriptor(l->c);
+    if (l->act) cudnnDestroyActivationDescriptor(l->act);
     memset(l, 0, sizeof *l);
+}
+
+/* The legacy activation mode for a, or -1: cudnnConvolutionBiasActivationForward
+ * documents only ReLU and identity (the latter with IMPLICIT_PRECOMP_GEMM);
+ * the other activations stay with the unfused legacy path + epilogue. */
+static int legacy_activation(fv_activation a) {
+    switch (a) {
+    case FV_ACT_IDENTITY:
+        return CUDNN_ACTIVATION_IDENTITY;
+    case FV_ACT_RELU:
+        return CUDNN_ACTIVATION_RELU;
+    default:
+        return -1;
+    }
+}
+
+/* Whether op has anything for the fused call to do, and cuDNN can do it. */
+static int legacy_fused_wanted(const fv_conv2d *op) {
+    const fv_conv2d_desc *d = &op->desc;
+    return (op->has_bias || d->activation != FV_ACT_IDENTITY) &&
+           legacy_activation(d->activation) >= 0;
+}
+
+int fv__conv_legacy_fusable(const fv_conv2d *op, cudnnConvolutionFwdAlgo_t algo) {
+    return legacy_fused_wanted(op) && (op->desc.activation != FV_ACT_IDENTITY ||
+                                       algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
 }
 
 fv_status fv__conv_legacy_init(const fv_conv2d *op, const fv__conv_form *f, fv__conv_legacy *l) {
@@ -336,5 +365,25 @@ fv_status fv__conv_legacy_init(const fv_conv2d *op, const fv__conv_form *f, fv__
                                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     FV_CUDNN_TRY(cudnnSetConvolutionGroupCount(l->c, f->groups));
     FV_CUDNN_TRY(cudnnSetConvolutionMathType(l->c, CUDNN_TENSOR_OP_MATH));
+    if (!legacy_fused_wanted(op)) return FV_OK;
+    /* cudnnConvolutionBiasActivationForward: with half x, w, y and a float
+     * convolution (PSEUDO_HALF_CONFIG) the bias is half too, 1 x K x 1 x 1;
+     * for one value a channel NCHW and NHWC are the same bytes. coef: cuDNN
+     * may read it as ReLU's upper bound, so none (as PyTorch does). A
+     * failure here only loses the fused path. */
+    cudnnStatus_t s = cudnnCreateTensorDescriptor(&l->b);
+    if (!s)
+        s = cudnnSetTensor4dDescriptor(l->b, CUDNN_TENSOR_NCHW, CUDNN_DATA_HALF, 1, f->kp, 1, 1);
+    if (!s) s = cudnnCreateActivationDescriptor(&l->act);
+    if (!s)
+        s = cudnnSetActivationDescriptor(l->act,
+                                         (cudnnActivationMode_t)legacy_activation(d->activation),
+                                         CUDNN_NOT_PROPAGATE_NAN, DBL_MAX);
+    if (s) {
+        if (l->b) cudnnDestroyTensorDescriptor(l->b);
+        if (l->act) cudnnDestroyActivationDescriptor(l->act);
+        l->b = NULL;
+        l->act = NULL;
+    }
     return FV_OK;
 }

@@ -62,6 +62,17 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
         return fv__conv_direct_run(fv__cuda_stream(ctx), &c->dg, x, y, w, op->has_bias ? b : NULL,
                                    d->activation, d->activation_alpha);
     float alpha = 1.0f, beta = 0.0f;
+    if (c->path == FV__PATH_LEGACY_FUSED) {
+        /* y = act(1 * conv(x, w) + 0 * z + b): no residual, so z is y with
+         * alpha2 0 (cuDNN wants a z tensor even then) */
+        FV_CUDNN_TRY(cudnnConvolutionBiasActivationForward(h, &alpha, l->x, x, l->w, w, l->c,
+                                                           c->algo, ws, c->ws, &beta, l->y, y, l->b,
+                                                           b, l->act, l->y, y));
+        if (d->activation == FV_ACT_SIGMOID && c->f.kp > d->k)
+            return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL,
+                                          FV_ACT_IDENTITY, 0.0f);
+        return FV_OK;
+    }
     FV_CUDNN_TRY(cudnnConvolutionForward(h, &alpha, l->x, x, l->w, w, l->c, c->algo, ws, c->ws,
                                          &beta, l->y, y));
     return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k,
