@@ -38,6 +38,43 @@ size_t smem_of(const fv__conv_direct_geom *g) {
            (size_t)g->th * 32 * 8 * 4 + (size_t)g->kp * 2;
 }
 
+/* A warp's outputs: each 32 x 8 FP32 tile through shared memory (lane =
+ * output pixel), + bias, activation, 16-byte stores straight from registers
+ * (staging the warp's whole 32 x kp output for contiguous stores measured
+ * ~10% slower). */
+template <int ACT, int NF>
+__device__ __forceinline__ void
+epilogue(const direct_args &a, wmma::fragment<wmma::accumulator, 32, 8, 16, float> (&acc)[NF],
+         float *stage, const __half *sbias, int n, int oy0, int ox0) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float *st = stage + warp * 32 * 8;
+    const int oy = oy0 + warp, ox = ox0 + lane;
+    const bool in = oy < a.p && ox < a.q;
+    __half *yp = a.y + (((size_t)n * a.p + oy) * a.q + ox) * a.kp;
+#pragma unroll
+    for (int j = 0; j < NF; j++) {
+        wmma::store_matrix_sync(st, acc[j], 8, wmma::mem_row_major);
+        __syncwarp();
+        if (in) {
+            const float4 v0 = reinterpret_cast<const float4 *>(st + lane * 8)[0];
+            const float4 v1 = reinterpret_cast<const float4 *>(st + lane * 8)[1];
+            const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
+            float o[8];
+#pragma unroll
+            for (int c = 0; c < 8; c++) {
+                const int ch = j * 8 + c;
+                o[c] = ch < a.k ? fv__act(ACT, a.alpha, v[c] + __half2float(sbias[ch])) : 0.0f;
+            }
+            __align__(16) __half2 h[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                h[c] = __floats2half2_rn(o[2 * c], o[2 * c + 1]);
+            *reinterpret_cast<uint4 *>(yp + j * 8) = *reinterpret_cast<const uint4 *>(h);
+        }
+        __syncwarp();
+    }
+}
+
 template <int CM, int NF> __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int ldb = a.r * a.kr; /* halves between output channels in sw */
@@ -59,31 +96,30 @@ template <int CM, int NF> __global__ void __launch_bounds__(512) direct_kernel(d
         if (threadIdx.x < NF * 8)
             sbias[threadIdx.x] = a.bias ? a.bias[threadIdx.x] : __float2half_rn(0.0f);
     }
-    { /* the input window: the first CM channels of each pixel, 0 outside */
+    { /* the input window: the first CM channels of each pixel, 0 outside;
+       * a warp a row (one bounds check), lanes along it */
         const __half *xn = a.x + (size_t)n * a.h * a.w_in * a.cs;
-        if (CM == 4) {
-            const int total = a.rows_in * a.cols_in;
-            for (int i = threadIdx.x; i < total; i += blockDim.x) {
-                const int ry = i / a.cols_in, rx = i - ry * a.cols_in;
-                const int iy = iy0 + ry, ix = ix0 + rx;
-                uint2 v = make_uint2(0u, 0u);
-                if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.w_in)
-                    v = __ldg(
-                        reinterpret_cast<const uint2 *>(xn + ((size_t)iy * a.w_in + ix) * a.cs));
-                *reinterpret_cast<uint2 *>(sx + ry * a.row_stride + rx * 4) = v;
-            }
-        } else {
-            constexpr int U = CM >= 8 ? CM / 8 : 1; /* 16-byte vectors per pixel */
-            const int total = a.rows_in * a.cols_in * U;
-            for (int i = threadIdx.x; i < total; i += blockDim.x) {
-                const int px = i / U, u = i - px * U;
-                const int ry = px / a.cols_in, rx = px - ry * a.cols_in;
-                const int iy = iy0 + ry, ix = ix0 + rx;
-                uint4 v = make_uint4(0u, 0u, 0u, 0u);
-                if (iy >= 0 && iy < a.h && ix >= 0 && ix < a.w_in)
-                    v = __ldg(reinterpret_cast<const uint4 *>(
-                        xn + ((size_t)iy * a.w_in + ix) * a.cs + u * 8));
-                *reinterpret_cast<uint4 *>(sx + ry * a.row_stride + rx * CM + u * 8) = v;
+        constexpr int U = CM >= 8 ? CM / 8 : 1; /* 16-byte vectors per pixel (8 bytes for 4) */
+        const int per_row = a.cols_in * U;
+        for (int ry = warp; ry < a.rows_in; ry += nwarps) {
+            const int iy = iy0 + ry;
+            const bool row_in = iy >= 0 && iy < a.h;
+            const __half *src = xn + (size_t)(row_in ? iy : 0) * a.w_in * a.cs;
+            __half *dst = sx + ry * a.row_stride;
+            for (int e = lane; e < per_row; e += 32) {
+                const int rx = e / U, u = e - rx * U; /* U is a power of 2 */
+                const int ix = ix0 + rx;
+                const bool in = row_in && ix >= 0 && ix < a.w_in;
+                if (CM == 4) {
+                    uint2 v = make_uint2(0u, 0u);
+                    if (in) v = __ldg(reinterpret_cast<const uint2 *>(src + (size_t)ix * a.cs));
+                    *reinterpret_cast<uint2 *>(dst + rx * 4) = v;
+                } else {
+                    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+                    if (in)
+                        v = __ldg(reinterpret_cast<const uint4 *>(src + (size_t)ix * a.cs + u * 8));
+                    *reinterpret_cast<uint4 *>(dst + rx * CM + u * 8) = v;
+                }
             }
         }
     }
@@ -110,31 +146,27 @@ template <int CM, int NF> __global__ void __launch_bounds__(512) direct_kernel(d
         }
     }
 
-    /* epilogue: through a 32 x 8 FP32 tile per warp; lane = output pixel,
-     * 16-byte stores straight from registers (staging the warp's whole
-     * 32 x kp output for contiguous stores measured ~10% slower) */
-    float *st = stage + warp * 32 * 8;
-    const int oy = oy0 + warp, ox = ox0 + lane;
-    const bool in = oy < a.p && ox < a.q;
-    __half *yp = a.y + (((size_t)n * a.p + oy) * a.q + ox) * a.kp;
-#pragma unroll
-    for (int j = 0; j < NF; j++) {
-        wmma::store_matrix_sync(st, acc[j], 8, wmma::mem_row_major);
-        __syncwarp();
-        if (in) {
-            const float4 v0 = reinterpret_cast<const float4 *>(st + lane * 8)[0];
-            const float4 v1 = reinterpret_cast<const float4 *>(st + lane * 8)[1];
-            const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
-            __align__(16) __half o[8];
-#pragma unroll
-            for (int c = 0; c < 8; c++) {
-                const int ch = j * 8 + c;
-                o[c] = __float2half_rn(
-                    ch < a.k ? fv__act(a.act, a.alpha, v[c] + __half2float(sbias[ch])) : 0.0f);
-            }
-            *reinterpret_cast<uint4 *>(yp + j * 8) = *reinterpret_cast<const uint4 *>(o);
-        }
-        __syncwarp();
+    /* epilogue: the activation is a compile-time constant in each copy (a
+     * switch per element cost ~25% of the kernel's instructions) */
+    switch (a.act) {
+    case FV_ACT_RELU:
+        epilogue<FV_ACT_RELU, NF>(a, acc, stage, sbias, n, oy0, ox0);
+        break;
+    case FV_ACT_CLIPPED_RELU:
+        epilogue<FV_ACT_CLIPPED_RELU, NF>(a, acc, stage, sbias, n, oy0, ox0);
+        break;
+    case FV_ACT_SIGMOID:
+        epilogue<FV_ACT_SIGMOID, NF>(a, acc, stage, sbias, n, oy0, ox0);
+        break;
+    case FV_ACT_TANH:
+        epilogue<FV_ACT_TANH, NF>(a, acc, stage, sbias, n, oy0, ox0);
+        break;
+    case FV_ACT_LEAKY_RELU:
+        epilogue<FV_ACT_LEAKY_RELU, NF>(a, acc, stage, sbias, n, oy0, ox0);
+        break;
+    default:
+        epilogue<FV_ACT_IDENTITY, NF>(a, acc, stage, sbias, n, oy0, ox0);
+        break;
     }
 }
 
