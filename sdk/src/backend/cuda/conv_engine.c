@@ -147,8 +147,16 @@ static int cudnn_formulations(const fv_conv2d *op, fv__conv_form *out, int all, 
     return n;
 }
 
+/* Where weight (k, filter row r, position pos = s * wc + c in the row) goes;
+ * row: the positions of a filter row (S * wc, or kr for the direct kernel). */
+static size_t weight_index(const fv__conv_form *f, int rows, size_t row, int k, int r, size_t pos) {
+    if (f->kr) return (((size_t)r * (f->kp / 8) + k / 8) * f->kr + pos) * 8 + k % 8;
+    return ((size_t)k * rows + r) * row + pos;
+}
+
 /* KCRS FP32 -> FP16 [kp][r][s][wc] for form f (zero outside the op's groups
- * and in the padding). */
+ * and in the padding); the direct kernel's forms: [r][kp / 8][kr][8]
+ * (kernels/conv_direct.cuh). */
 static void pack_weights(const fv_conv2d *op, const fv__conv_form *f, const float *w,
                          fv_half *out) {
     const fv_conv2d_desc *d = &op->desc;
@@ -161,7 +169,7 @@ static void pack_weights(const fv_conv2d *op, const fv__conv_form *f, const floa
             int col = f->groups == 1 ? g * cg + c : f->wc == 1 ? 0 : c;
             for (int r = 0; r < d->r; r++)
                 for (int s = 0; s < d->s; s++)
-                    out[((size_t)k * d->r + r) * row + (size_t)s * f->wc + col] =
+                    out[weight_index(f, d->r, row, k, r, (size_t)s * f->wc + col)] =
                         fv_f32_to_f16(w[(((size_t)k * cg + c) * d->r + r) * d->s + s]);
         }
     }

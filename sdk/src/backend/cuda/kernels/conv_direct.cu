@@ -9,6 +9,10 @@ using namespace nvcuda;
 
 namespace {
 
+/* Floats between rows of a warp's 32 x 8 output tile in shared memory: 12,
+ * not 8, so that the lanes' 16-byte reads of their rows hit distinct banks. */
+constexpr int STAGE_LD = 12;
+
 struct direct_args {
     const __half *x;
     __half *y;
@@ -35,7 +39,7 @@ size_t smem_of(const fv__conv_direct_geom *g) {
     window_of(g, &rows, &cols, &stride);
     /* window, weights, per warp an FP32 32 x 8 tile of outputs, the bias */
     return (size_t)rows * stride * 2 + (size_t)g->kp * g->r * g->kr * 2 +
-           (size_t)g->th * 32 * 8 * 4 + (size_t)g->kp * 2;
+           (size_t)g->th * 32 * STAGE_LD * 4 + (size_t)g->kp * 2;
 }
 
 /* A warp's outputs: each 32 x 8 FP32 tile through shared memory (lane =
@@ -47,17 +51,17 @@ __device__ __forceinline__ void
 epilogue(const direct_args &a, wmma::fragment<wmma::accumulator, 32, 8, 16, float> (&acc)[NF],
          float *stage, const __half *sbias, int n, int oy0, int ox0) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    float *st = stage + warp * 32 * 8;
+    float *st = stage + warp * 32 * STAGE_LD;
     const int oy = oy0 + warp, ox = ox0 + lane;
     const bool in = oy < a.p && ox < a.q;
     __half *yp = a.y + (((size_t)n * a.p + oy) * a.q + ox) * a.kp;
 #pragma unroll
     for (int j = 0; j < NF; j++) {
-        wmma::store_matrix_sync(st, acc[j], 8, wmma::mem_row_major);
+        wmma::store_matrix_sync(st, acc[j], STAGE_LD, wmma::mem_row_major);
         __syncwarp();
         if (in) {
-            const float4 v0 = reinterpret_cast<const float4 *>(st + lane * 8)[0];
-            const float4 v1 = reinterpret_cast<const float4 *>(st + lane * 8)[1];
+            const float4 v0 = reinterpret_cast<const float4 *>(st + lane * STAGE_LD)[0];
+            const float4 v1 = reinterpret_cast<const float4 *>(st + lane * STAGE_LD)[1];
             const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
             float o[8];
 #pragma unroll
@@ -77,12 +81,12 @@ epilogue(const direct_args &a, wmma::fragment<wmma::accumulator, 32, 8, 16, floa
 
 template <int CM, int NF> __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
-    const int ldb = a.r * a.kr; /* halves between output channels in sw */
+    const int ldb = a.r * a.kr; /* weights per output channel */
     __half *sx = reinterpret_cast<__half *>(smem);
     __half *sw = sx + (size_t)a.rows_in * a.row_stride;
     const int nwarps = blockDim.x >> 5;
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * ldb);
-    __half *sbias = reinterpret_cast<__half *>(stage + nwarps * 32 * 8);
+    __half *sbias = reinterpret_cast<__half *>(stage + nwarps * 32 * STAGE_LD);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int n = blockIdx.z, ox0 = blockIdx.x * 32, oy0 = blockIdx.y * (blockDim.x >> 5);
     const int iy0 = oy0 * a.sh - a.ph, ix0 = ox0 * a.sw - a.pw;
@@ -133,14 +137,14 @@ template <int CM, int NF> __global__ void __launch_bounds__(512) direct_kernel(d
     const __half *arow = sx + (size_t)warp * a.sh * a.row_stride;
     for (int r = 0; r < a.r; r++) {
         const __half *ap = arow + (size_t)r * a.row_stride;
-        const __half *bp = sw + (size_t)r * a.kr;
+        const __half *bp = sw + (size_t)r * NF * a.kr * 8;
         for (int kc = 0; kc < a.kr; kc += 16) {
             wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> fa;
             wmma::load_matrix_sync(fa, ap + kc, lda);
 #pragma unroll
             for (int j = 0; j < NF; j++) {
-                wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::col_major> fb;
-                wmma::load_matrix_sync(fb, bp + (size_t)j * 8 * ldb + kc, ldb);
+                wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> fb;
+                wmma::load_matrix_sync(fb, bp + ((size_t)j * a.kr + kc) * 8, 8);
                 wmma::mma_sync(acc[j], fa, fb, acc[j]);
             }
         }

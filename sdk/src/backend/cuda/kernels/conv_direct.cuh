@@ -41,8 +41,9 @@ int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t *smem, cha
  * opt-in limit of shared memory (more than the default 48 KB). */
 fv_status fv__conv_direct_prepare(const fv__conv_direct_geom *g);
 
-/* y = act(conv(x, w) + bias) on stream. w: FP16 [kp][r][kr], element
- * (k, r, s * cm + c) = W[k][c][r][s], zero elsewhere; bias: kp FP16 values
+/* y = act(conv(x, w) + bias) on stream. w: FP16 [r][kp / 8][kr][8], element
+ * (r, k / 8, s * cm + c, k % 8) = W[k][c][r][s], zero elsewhere (row-major
+ * 16 x 8 B tiles with 16-byte rows: conflict-free shared-memory reads); bias: kp FP16 values
  * or NULL. Output lanes k..kp-1 are written 0. No allocation, no
  * synchronization (capturable). */
 fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x,
