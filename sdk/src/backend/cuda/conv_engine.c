@@ -103,13 +103,13 @@ static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
 }
 
 /* The heuristic for the direct kernel without timing, from the H100
- * benchmark (docs/bench/RESULTS.md): at most 8 input channels, and either at
- * most 16 outputs or a window of 25 taps or more: there cuDNN's tiles are
- * mostly padding. With more channels, or 3x3 windows into 32 outputs,
- * cuDNN's engines were as fast or faster. */
+ * benchmark (docs/bench/RESULTS.md): at most 8 input channels and 32
+ * outputs, where cuDNN's tiles are mostly padding (there it ran 1.0-2.0x
+ * faster than cuDNN's best engine); with 32 input channels cuDNN's engines
+ * were faster. */
 static int direct_preferred(const fv_conv2d *op) {
     const fv_conv2d_desc *d = &op->desc;
-    return d->c <= 8 && (FV_ROUND_UP(d->k, 8) <= 16 || d->r * d->s >= 25);
+    return d->c <= 8 && FV_ROUND_UP(d->k, 8) <= 32;
 }
 
 /* The ways to express the op, preferred first. all: include the declared-C
@@ -356,11 +356,14 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int th, fv__c
     return 1;
 }
 
-/* Direct candidates of form f (8, 16 and 4 rows a block; the first only
- * when first_only) into out[*n..]. Returns how many were offered. */
+/* Direct candidates of form f (16, 8 and 4 rows a block; the first only
+ * when first_only) into out[*n..]. Returns how many were offered. The
+ * likely fastest first (H100): 16 rows for windows of 25 taps or more, else
+ * 8. */
 static int direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
                              fv__conv_cand *out, int *n, int max, char *why, size_t why_n) {
-    static const int ths[] = {8, 16, 4};
+    static const int big[] = {16, 8, 4}, small[] = {8, 4, 16};
+    const int *ths = op->desc.r * op->desc.s >= 25 ? big : small;
     int offered = 0;
     for (int i = 0; i < 3 && *n < max; i++) {
         if (!direct_candidate(op, f, ths[i], &out[*n], why, why_n)) continue;
