@@ -46,16 +46,19 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
     const fv_conv2d_desc *d = &op->desc;
     cudnnHandle_t h = fv__cuda_cudnn(ctx);
     size_t pixels = (size_t)d->n * op->p * op->q;
+    /* SM 9.0+: epilogues launch as programmatic dependents (no launch gap) */
+    int early = ctx->info.sm_major >= 9;
     if (c->path == FV__PATH_GRAPH_SPLIT) {
         FV_CUDNN_TRY(cudnnBackendExecute(h, c->plan, vp));
         return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k,
-                                      op->has_bias ? b : NULL, d->activation, d->activation_alpha);
+                                      op->has_bias ? b : NULL, d->activation, d->activation_alpha,
+                                      early);
     }
     if (c->path == FV__PATH_GRAPH) {
         FV_CUDNN_TRY(cudnnBackendExecute(h, c->plan, vp));
         if (d->activation == FV_ACT_SIGMOID && c->f.kp > d->k)
             return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL,
-                                          FV_ACT_IDENTITY, 0.0f);
+                                          FV_ACT_IDENTITY, 0.0f, early);
         return FV_OK;
     }
     if (c->path == FV__PATH_DIRECT)
@@ -70,13 +73,14 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
                                                            b, l->act, l->y, y));
         if (d->activation == FV_ACT_SIGMOID && c->f.kp > d->k)
             return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL,
-                                          FV_ACT_IDENTITY, 0.0f);
+                                          FV_ACT_IDENTITY, 0.0f, early);
         return FV_OK;
     }
     FV_CUDNN_TRY(cudnnConvolutionForward(h, &alpha, l->x, x, l->w, w, l->c, c->algo, ws, c->ws,
                                          &beta, l->y, y));
     return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k,
-                                  op->has_bias ? b : NULL, d->activation, d->activation_alpha);
+                                  op->has_bias ? b : NULL, d->activation, d->activation_alpha,
+                                  early);
 }
 
 fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *legacy, int n,

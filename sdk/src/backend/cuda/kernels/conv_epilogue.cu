@@ -11,6 +11,11 @@ static __device__ __forceinline__ float activate(fv_activation act, float alpha,
  * thread moves one 16-byte vector in and out. */
 static __global__ void epilogue_kernel(uint4 *y, size_t vecs, int kp, int k, const __half *bias,
                                        fv_activation act, float alpha, int pad_only) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* launched early (programmatic dependent launch): the convolution's
+     * output must be complete and visible first; a no-op otherwise */
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= vecs) return;
     int c0 = (int)((i * 8) % (size_t)kp);
@@ -32,8 +37,8 @@ static __global__ void epilogue_kernel(uint4 *y, size_t vecs, int kp, int k, con
 }
 
 extern "C" fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t pixels, int kp,
-                                            int k, const void *bias, fv_activation act,
-                                            float alpha) {
+                                            int k, const void *bias, fv_activation act, float alpha,
+                                            int early) {
     FV_REQUIRE(y && kp >= k && k >= 1 && kp % 8 == 0 && ((uintptr_t)y % 16) == 0, FV_ERR_INTERNAL,
                "conv epilogue: bad arguments (kp=%d k=%d)", kp, k);
     int pad_only = bias == NULL && act == FV_ACT_IDENTITY;
@@ -41,6 +46,24 @@ extern "C" fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t
     size_t vecs = pixels * (size_t)kp / 8;
     if (vecs == 0) return FV_OK;
     unsigned blocks = (unsigned)((vecs + 255) / 256);
+#if CUDART_VERSION >= 12030
+    if (early) {
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(blocks);
+        cfg.blockDim = dim3(256);
+        cfg.stream = stream;
+        cudaLaunchAttribute at[1] = {};
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = at;
+        cfg.numAttrs = 1;
+        FV_CUDA_TRY(cudaLaunchKernelEx(&cfg, epilogue_kernel, (uint4 *)y, vecs, kp, k,
+                                       (const __half *)bias, act, alpha, pad_only));
+        return FV_OK;
+    }
+#else
+    (void)early;
+#endif
     epilogue_kernel<<<blocks, 256, 0, stream>>>((uint4 *)y, vecs, kp, k, (const __half *)bias, act,
                                                 alpha, pad_only);
     FV_CUDA_TRY(cudaGetLastError());

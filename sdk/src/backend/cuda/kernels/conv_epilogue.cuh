@@ -11,8 +11,12 @@
 extern "C" {
 #endif
 
+/* early: launch as a programmatic dependent of the kernel before it on the
+ * stream (SM 9.0+, CUDA 12.3+; ignored elsewhere): its blocks are scheduled
+ * while that kernel drains and wait for its results (griddepcontrol.wait),
+ * which hides the launch gap between a convolution and its epilogue. */
 fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t pixels, int kp, int k,
-                                 const void *bias, fv_activation act, float alpha);
+                                 const void *bias, fv_activation act, float alpha, int early);
 
 #ifdef __cplusplus
 }
