@@ -10,7 +10,10 @@
  * to each other in shared memory, so the A operand of output pixel m is the
  * row at m * stride_w * cm: no im2col, no copies per tap. Each filter row's
  * reduction is S * cm rounded up to 16 (`kr`); the weights past S * cm are
- * zero (and the window carries zeroed columns for the overrun). */
+ * zero. That overrun reads the pixel right of the window (or a zero column
+ * at the edge) times a zero weight: finite inputs give exact results, but a
+ * NaN or Inf there would reach the output pixel beside it (cuDNN's engines
+ * keep it to the pixels whose window holds it). */
 #ifndef FOVEA_KERNELS_CONV_DIRECT_CUH
 #define FOVEA_KERNELS_CONV_DIRECT_CUH
 
