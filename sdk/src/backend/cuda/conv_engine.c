@@ -13,9 +13,13 @@
  *     list, for each way of declaring the input channels (as they are,
  *     padded to 4, padded to 8), plus the legacy algorithms (each also
  *     through cudnnConvolutionBiasActivationForward when the op has a bias
- *     or an activation), timed; fastest kept;
- *  3. otherwise heuristics A, then the fallback list, then the legacy API
- *     (cudnnConvolutionForward + an epilogue kernel).
+ *     or an activation), plus fovea's direct kernel (kernels/conv_direct.cu:
+ *     its block shapes and channel widths), timed; fastest kept;
+ *  3. otherwise the direct kernel where it is known to win (direct_preferred),
+ *     else heuristics A, then the fallback list, then the legacy API
+ *     (cudnnConvolutionForward + an epilogue kernel), then the direct kernel.
+ * FV_CONV2D_NO_DIRECT leaves the direct kernel out; FV_CONV2D_DIRECT takes
+ * nothing else (and no profile).
  * Each op reports which (fv_conv2d_info). The choice goes into the
  * context's profile (fv_context_profile_save).
  *
