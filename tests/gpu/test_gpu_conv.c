@@ -196,8 +196,9 @@ static void direct_kernel_matches_cpu_reference(void **state) {
     }
 }
 
-/* Each block geometry of the direct kernel (4, 8, 16 rows a block) through
- * profile entries naming it: the profile's "direct" lines load and run. */
+/* Block geometries of the direct kernel (4, 8, 16 rows a block; a block a
+ * tile or persistent) through profile entries naming them: the profile's
+ * "direct" lines load and run. */
 static void direct_kernel_variants_from_profile(void **state) {
     char path[] = "/tmp/fv_profile_XXXXXX";
     int fd = mkstemp(path);
@@ -217,9 +218,11 @@ static void direct_kernel_variants_from_profile(void **state) {
     size_t len = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[len] = 0;
-    const char *rows[] = {"16", "4"};
-    for (int v = 0; v < 2; v++) {
-        /* every direct entry's engine (rows a block) becomes rows[v] */
+    /* engine numbers: rows a block, + 100 when persistent */
+    const char *rows[] = {"16", "4", "108", "116"};
+    const char *names[] = {"-16rows", "-4rows", "-8rows-persistent", "-16rows-persistent"};
+    for (int v = 0; v < 4; v++) {
+        /* every direct entry's engine becomes rows[v] */
         static char edited[1 << 16];
         char *o = edited;
         for (const char *line = text; *line;) {
@@ -255,10 +258,10 @@ static void direct_kernel_variants_from_profile(void **state) {
             cc.flags = 0; /* the profile decides */
             double e = run_case(&cc, 1);
             char want[32];
-            snprintf(want, sizeof want, "-%srows", rows[v]);
+            snprintf(want, sizeof want, "%s", names[v]);
             assert_non_null(strstr(last_info.engine, want));
             assert_non_null(strstr(last_info.choice, "profile"));
-            if (!(e <= 2e-3)) fail_msg("%s rows, case %zu: error %.3e", rows[v], i, e);
+            if (!(e <= 2e-3)) fail_msg("engine %s, case %zu: error %.3e", rows[v], i, e);
         }
         gpu = saved;
         fv_context_destroy(ctx2);

@@ -312,8 +312,9 @@ static void legacy_fused_candidates(fv_conv2d *op, const fv__conv_legacy *l, int
     }
 }
 
-/* The direct kernel's geometry for form f with th rows per block. */
-static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form *f, int th) {
+/* The direct kernel's geometry for form f: variant = th rows per block + 100
+ * when persistent (the engine number profiles store). */
+static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form *f, int variant) {
     const fv_conv2d_desc *d = &op->desc;
     return (fv__conv_direct_geom){.n = d->n,
                                   .h = d->h,
@@ -330,15 +331,21 @@ static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form
                                   .sw = d->stride_w,
                                   .ph = d->pad_h,
                                   .pw = d->pad_w,
-                                  .th = th};
+                                  .th = variant % 100,
+                                  .persistent = variant / 100};
 }
 
-/* A direct-kernel candidate of form f with th rows per block; 0 (why set)
- * when the kernel cannot run it here. */
-static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int th, fv__conv_cand *c,
+/* A direct-kernel candidate of form f, variant as in direct_geom; 0 (why
+ * set) when the kernel cannot run it here. */
+static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, fv__conv_cand *c,
                             char *why, size_t why_n) {
     memset(c, 0, sizeof *c);
-    c->dg = direct_geom(op, f, th);
+    if (variant < 0 || variant > 199) {
+        snprintf(why, why_n, "variant %d", variant);
+        return 0;
+    }
+    c->dg = direct_geom(op, f, variant);
+    int th = c->dg.th;
     size_t smem = 0;
     if (!fv__conv_direct_check(&c->dg, fv__cuda_device(op->ctx), &smem, why, why_n)) return 0;
     if (c->dg.kr != f->kr) {
@@ -354,23 +361,29 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int th, fv__c
     c->tensor_cores = 1;
     c->choice.path = FV__PATH_DIRECT;
     c->choice.cdecl_ = f->cd;
-    c->choice.engine = th;
-    snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows", th);
-    snprintf(c->how, sizeof c->how, "fovea direct kernel, %d rows a block, %zu B shared", th, smem);
+    c->choice.engine = variant;
+    snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows%s", th,
+             c->dg.persistent ? "-persistent" : "");
+    snprintf(c->how, sizeof c->how, "fovea direct kernel, %d rows a block%s, %zu B shared", th,
+             c->dg.persistent ? ", persistent" : "", smem);
     return 1;
 }
 
-/* Direct candidates of form f (16, 8 and 4 rows a block; the first only
- * when first_only) into out[*n..]. Returns how many were offered. The
- * likely fastest first (H100): 16 rows for windows of 25 taps or more, else
- * 8. */
+/* Direct candidates of form f (16, 8 and 4 rows a block, a block a tile
+ * or persistent; the first only when first_only) into out[*n..]. Returns
+ * how many were offered. The likely fastest first (H100): persistent for
+ * outputs up to 600k pixels (a few waves of blocks), 16 rows for windows of
+ * 25 taps or more, else 8. */
 static int direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
                              fv__conv_cand *out, int *n, int max, char *why, size_t why_n) {
     static const int big[] = {16, 8, 4}, small[] = {8, 4, 16};
-    const int *ths = op->desc.r * op->desc.s >= 25 ? big : small;
+    const fv_conv2d_desc *d = &op->desc;
+    const int *ths = d->r * d->s >= 25 ? big : small;
+    int first_persistent = (long)d->n * op->p * op->q <= 600000;
     int offered = 0;
-    for (int i = 0; i < 3 && *n < max; i++) {
-        if (!direct_candidate(op, f, ths[i], &out[*n], why, why_n)) continue;
+    for (int i = 0; i < 6 && *n < max; i++) {
+        int variant = ths[i % 3] + (first_persistent ^ (i >= 3)) * 100;
+        if (!direct_candidate(op, f, variant, &out[*n], why, why_n)) continue;
         (*n)++;
         offered++;
         if (first_only) break;
@@ -387,7 +400,7 @@ static fv_status from_profile(fv_conv2d *op, const fv__engine_choice *e, const f
         if (forms[i].cd != e->cdecl_ || !forms[i].kr != (e->path != FV__PATH_DIRECT)) continue;
         if (e->path == FV__PATH_DIRECT) {
             char why[160];
-            if (e->engine > 64 ||
+            if (e->engine > 199 ||
                 !direct_candidate(op, &forms[i], (int)e->engine, out, why, sizeof why))
                 continue;
             out->choice = *e;

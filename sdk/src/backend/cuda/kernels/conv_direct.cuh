@@ -31,8 +31,12 @@ typedef struct fv__conv_direct_geom {
     int p, q;    /* output */
     int kp, k;   /* output channels stored (multiple of 8, <= 64), real */
     int r, s, sh, sw, ph, pw;
-    int kr; /* reduction per filter row: s * cm rounded up to 16 */
-    int th; /* output rows (warps) per block: 4, 8 or 16 */
+    int kr;         /* reduction per filter row: s * cm rounded up to 16 */
+    int th;         /* output rows (warps) per block: 4, 8 or 16 */
+    int persistent; /* 1: as many blocks as fit at once, each walking tiles and
+                       loading the next tile's window while it computes one
+                       (small images); 0: a block a tile (large ones) */
+    int grid;       /* blocks (set by fv__conv_direct_prepare) */
 } fv__conv_direct_geom;
 
 /* Fills kr and checks that the kernel runs g on device `device`; smem gets
@@ -41,8 +45,9 @@ int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t *smem, cha
                           size_t why_n);
 
 /* Set-up, once per op: lets the kernel of g take up to the current device's
- * opt-in limit of shared memory (more than the default 48 KB). */
-fv_status fv__conv_direct_prepare(const fv__conv_direct_geom *g);
+ * opt-in limit of shared memory (more than the default 48 KB) and sets
+ * g->grid, the blocks that fit the GPU at once. */
+fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g);
 
 /* y = act(conv(x, w) + bias) on stream. w: FP16 [r][kp / 8][kr][8], element
  * (r, k / 8, s * cm + c, k % 8) = W[k][c][r][s], zero elsewhere (row-major
