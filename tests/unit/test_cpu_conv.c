@@ -440,6 +440,17 @@ static void test_conv_bad_desc(void **state) {
     FV_ASSERT_STATUS(fv_conv2d_create(ctx, &d, &op), FV_ERR_BAD_PARAM, "activation_alpha");
     d = good_desc(w), d.dtype = FV_DTYPE_U8;
     FV_ASSERT_STATUS(fv_conv2d_create(ctx, &d, &op), FV_ERR_BAD_PARAM, "U8");
+    d = good_desc(w), d.flags = 1u << 9;
+    FV_ASSERT_STATUS(fv_conv2d_create(ctx, &d, &op), FV_ERR_BAD_PARAM, "unknown flags 0x200");
+    d = good_desc(w), d.flags = FV_CONV2D_DIRECT | FV_CONV2D_NO_DIRECT;
+    FV_ASSERT_STATUS(fv_conv2d_create(ctx, &d, &op), FV_ERR_BAD_PARAM, "exclude each other");
+    /* engine flags are the CUDA backend's: the CPU backend accepts and ignores them */
+    d = good_desc(w), d.flags = FV_CONV2D_DIRECT | FV_CONV2D_AUTOTUNE;
+    FV_ASSERT_OK(fv_conv2d_create(ctx, &d, &op));
+    fv_conv2d_info info;
+    FV_ASSERT_OK(fv_conv2d_info_get(op, &info));
+    assert_string_equal(info.path, "cpu");
+    fv_conv2d_destroy(op);
     w[5] = NAN;
     d = good_desc(w);
     FV_ASSERT_STATUS(fv_conv2d_create(ctx, &d, &op), FV_ERR_BAD_PARAM, "weight 5 is not finite");
