@@ -443,9 +443,10 @@ static void usage(FILE *f) {
     fprintf(
         f,
         "usage: fovea-calibrate [options] -o PROFILE\n"
-        "Times every engine cuDNN offers for each convolution on this GPU, keeps the fastest\n"
-        "and writes them to PROFILE, keyed by device, SM, cuDNN version and each op's full\n"
-        "signature. Programs load it through fv_context_desc.profile_path.\n"
+        "Times every engine cuDNN offers for each convolution on this GPU, and fovea's own\n"
+        "direct kernel where it applies (C <= 32, K <= 64), keeps the fastest and writes them\n"
+        "to PROFILE, keyed by device, SM, cuDNN version and each op's full signature.\n"
+        "Programs load it through fv_context_desc.profile_path.\n"
         "\n"
         "What to tune (any mix, repeatable; duplicates are tuned once):\n"
         "  --conv SPEC         one convolution, e.g. \"h=1080 w=1920 c=3 k=32 r=5\"\n"
