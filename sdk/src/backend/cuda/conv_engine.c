@@ -36,7 +36,6 @@
 
 #define VP_CACHE  4
 #define MAX_FORMS 8
-#define MAX_CFGS  48
 
 typedef struct vp_entry {
     const void *x;
@@ -212,250 +211,6 @@ static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const flo
     return FV_OK;
 }
 
-/* ---- candidates ------------------------------------------------------------ */
-static void cand_free(fv__conv_cand *c) {
-    if (c->plan) cudnnBackendDestroyDescriptor(c->plan);
-    c->plan = NULL;
-}
-
-/* Graph candidates of form f from one heuristics mode into out[*n..]; stops
- * after the first when first_only. Returns how many configs were offered. */
-static int graph_candidates(fv_conv2d *op, const fv__conv_form *f, fv__engine_path path,
-                            fv__bdesc graph, cudnnBackendHeurMode_t mode, const char *mode_name,
-                            int first_only, fv__conv_cand *out, int *n, int max, int *too_big) {
-    fv_context *ctx = op->ctx;
-    fv__bdesc cfgs[MAX_CFGS] = {0};
-    int got = fv__conv_graph_configs(graph, mode, cfgs, MAX_CFGS);
-    for (int i = 0; i < got; i++) {
-        if (*n >= max || (first_only && *n > 0)) break;
-        fv__conv_cand c;
-        memset(&c, 0, sizeof c);
-        int64_t ws = 0;
-        if (fv__conv_plan(cfgs[i], fv__cuda_cudnn(ctx), &c.plan, &ws)) continue;
-        if ((size_t)ws > ctx->workspace_limit) {
-            (*too_big)++;
-            cand_free(&c);
-            continue;
-        }
-        fv__conv_cfg_describe(cfgs[i], &c.choice, &c.tensor_cores);
-        int dup = 0; /* the fallback list repeats engines of list A */
-        for (int j = 0; j < *n && !dup; j++)
-            dup = out[j].path == path && out[j].f.cd == f->cd && out[j].f.groups == f->groups &&
-                  out[j].choice.engine == c.choice.engine &&
-                  out[j].choice.nknobs == c.choice.nknobs &&
-                  !memcmp(out[j].choice.knob_value, c.choice.knob_value,
-                          sizeof(int64_t) * (size_t)c.choice.nknobs);
-        if (dup) {
-            cand_free(&c);
-            continue;
-        }
-        c.path = path;
-        c.f = *f;
-        c.ws = (size_t)ws;
-        c.choice.path = path;
-        c.choice.cdecl_ = f->cd;
-        snprintf(c.engine, sizeof c.engine, "eng%lld", (long long)c.choice.engine);
-        snprintf(c.how, sizeof c.how, "heuristics %s #%d of %d%s", mode_name, i, got,
-                 path == FV__PATH_GRAPH_SPLIT ? ", bare conv + epilogue" : "");
-        out[(*n)++] = c;
-    }
-    for (int i = 0; i < MAX_CFGS; i++)
-        if (cfgs[i]) cudnnBackendDestroyDescriptor(cfgs[i]);
-    return got;
-}
-
-/* Legacy candidates of form f (v7 heuristic order) into out[*n..]. */
-static fv_status legacy_candidates(fv_conv2d *op, const fv__conv_form *f, fv__conv_legacy *l,
-                                   int first_only, fv__conv_cand *out, int *n, int max) {
-    fv_context *ctx = op->ctx;
-    FV_TRY(fv__conv_legacy_init(op, f, l));
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int got = 0;
-    FV_CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(
-        fv__cuda_cudnn(ctx), l->x, l->w, l->c, l->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
-    for (int i = 0; i < got && *n < max; i++) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ctx->workspace_limit)
-            continue;
-        fv__conv_cand c;
-        memset(&c, 0, sizeof c);
-        c.path = FV__PATH_LEGACY;
-        c.f = *f;
-        c.algo = perf[i].algo;
-        c.ws = perf[i].memory;
-        c.tensor_cores = perf[i].mathType == CUDNN_TENSOR_OP_MATH;
-        c.choice.path = FV__PATH_LEGACY;
-        c.choice.cdecl_ = f->cd;
-        c.choice.engine = perf[i].algo;
-        snprintf(c.engine, sizeof c.engine, "%s", fv__conv_algo_name(perf[i].algo));
-        snprintf(c.how, sizeof c.how, "legacy v7 #%d of %d", i, got);
-        out[(*n)++] = c;
-        if (first_only) break;
-    }
-    return FV_OK;
-}
-
-/* For each legacy candidate in out[from..*n), a legacy-fused one with the
- * same algo and workspace (cudnnConvolutionBiasActivationForward takes the
- * workspace of cudnnConvolutionForward), where the fused call runs the op. */
-static void legacy_fused_candidates(fv_conv2d *op, const fv__conv_legacy *l, int from,
-                                    fv__conv_cand *out, int *n, int max) {
-    if (!l->b || !l->act) return;
-    for (int i = from, end = *n; i < end && *n < max; i++) {
-        if (out[i].path != FV__PATH_LEGACY || !fv__conv_legacy_fusable(op, out[i].algo)) continue;
-        fv__conv_cand c = out[i];
-        c.path = FV__PATH_LEGACY_FUSED;
-        c.choice.path = FV__PATH_LEGACY_FUSED;
-        char how[sizeof c.how];
-        snprintf(how, sizeof how, "%s", out[i].how);
-        snprintf(c.how, sizeof c.how, "%.100s, fused bias and activation", how);
-        out[(*n)++] = c;
-    }
-}
-
-/* The direct kernel's geometry for form f: variant = th rows per block + 100
- * when persistent (the engine number profiles store). */
-static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form *f, int variant) {
-    const fv_conv2d_desc *d = &op->desc;
-    return (fv__conv_direct_geom){.n = d->n,
-                                  .h = d->h,
-                                  .w = d->w,
-                                  .cs = f->cs,
-                                  .cm = f->cd,
-                                  .p = op->p,
-                                  .q = op->q,
-                                  .kp = f->kp,
-                                  .k = d->k,
-                                  .r = d->r,
-                                  .s = d->s,
-                                  .sh = d->stride_h,
-                                  .sw = d->stride_w,
-                                  .ph = d->pad_h,
-                                  .pw = d->pad_w,
-                                  .th = variant % 100,
-                                  .persistent = variant / 100};
-}
-
-/* A direct-kernel candidate of form f, variant as in direct_geom; 0 (why
- * set) when the kernel cannot run it here. */
-static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, fv__conv_cand *c,
-                            char *why, size_t why_n) {
-    memset(c, 0, sizeof *c);
-    if (variant < 0 || variant > 199) {
-        snprintf(why, why_n, "variant %d", variant);
-        return 0;
-    }
-    c->dg = direct_geom(op, f, variant);
-    int th = c->dg.th;
-    size_t smem = 0;
-    if (!fv__conv_direct_check(&c->dg, fv__cuda_device(op->ctx), &smem, why, why_n)) return 0;
-    if (c->dg.kr != f->kr) {
-        snprintf(why, why_n, "weights laid out for kr=%d, kernel wants %d", f->kr, c->dg.kr);
-        return 0;
-    }
-    if (fv__conv_direct_prepare(&c->dg) != FV_OK) {
-        snprintf(why, why_n, "%s", fv_last_error());
-        return 0;
-    }
-    c->path = FV__PATH_DIRECT;
-    c->f = *f;
-    c->tensor_cores = 1;
-    c->choice.path = FV__PATH_DIRECT;
-    c->choice.cdecl_ = f->cd;
-    c->choice.engine = variant;
-    snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows%s", th,
-             c->dg.persistent ? "-persistent" : "");
-    snprintf(c->how, sizeof c->how, "fovea direct kernel, %d rows a block%s, %zu B shared", th,
-             c->dg.persistent ? ", persistent" : "", smem);
-    return 1;
-}
-
-/* Direct candidates of form f (16, 8 and 4 rows a block, a block a tile
- * or persistent; the first only when first_only) into out[*n..]. Returns
- * how many were offered. The likely fastest first (H100): persistent for
- * outputs up to 600k pixels (a few waves of blocks), 16 rows for windows of
- * 25 taps or more, else 8. */
-static int direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
-                             fv__conv_cand *out, int *n, int max, char *why, size_t why_n) {
-    static const int big[] = {16, 8, 4}, small[] = {8, 4, 16};
-    const fv_conv2d_desc *d = &op->desc;
-    const int *ths = d->r * d->s >= 25 ? big : small;
-    int first_persistent = (long)d->n * op->p * op->q <= 600000;
-    int offered = 0;
-    for (int i = 0; i < 6 && *n < max; i++) {
-        int variant = ths[i % 3] + (first_persistent ^ (i >= 3)) * 100;
-        if (!direct_candidate(op, f, variant, &out[*n], why, why_n)) continue;
-        (*n)++;
-        offered++;
-        if (first_only) break;
-    }
-    return offered;
-}
-
-/* A candidate from a profile entry, or FV_ERR_NOT_SUPPORTED. */
-static fv_status from_profile(fv_conv2d *op, const fv__engine_choice *e, const fv__conv_form *forms,
-                              int nf, fv__conv_cand *out, fv__conv_legacy *l) {
-    fv_context *ctx = op->ctx;
-    cudnnHandle_t h = fv__cuda_cudnn(ctx);
-    for (int i = 0; i < nf; i++) {
-        if (forms[i].cd != e->cdecl_ || !forms[i].kr != (e->path != FV__PATH_DIRECT)) continue;
-        if (e->path == FV__PATH_DIRECT) {
-            char why[160];
-            if (e->engine > 199 ||
-                !direct_candidate(op, &forms[i], (int)e->engine, out, why, sizeof why))
-                continue;
-            out->choice = *e;
-            snprintf(out->how, sizeof out->how, "profile (%s, %.4f ms)", e->how, (double)e->ms);
-            return FV_OK;
-        }
-        memset(out, 0, sizeof *out);
-        out->f = forms[i];
-        out->choice = *e;
-        out->path = e->path;
-        if (e->path == FV__PATH_GRAPH || e->path == FV__PATH_GRAPH_SPLIT) {
-            fv__conv_graph g;
-            fv__bdesc cfg = NULL;
-            int64_t ws = 0;
-            cudnnStatus_t s =
-                fv__conv_graph_build(op, &forms[i], e->path == FV__PATH_GRAPH_SPLIT, h, &g);
-            if (!s) s = fv__conv_cfg_from_choice(g.graph, e, &cfg);
-            if (!s) s = fv__conv_plan(cfg, h, &out->plan, &ws);
-            if (!s) fv__conv_cfg_describe(cfg, &out->choice, &out->tensor_cores);
-            if (cfg) cudnnBackendDestroyDescriptor(cfg);
-            fv__conv_graph_destroy(&g);
-            if (s || (size_t)ws > ctx->workspace_limit) {
-                cand_free(out);
-                continue;
-            }
-            out->ws = (size_t)ws;
-            snprintf(out->engine, sizeof out->engine, "eng%lld", (long long)e->engine);
-        } else {
-            if (e->engine < 0 || e->engine >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT) continue;
-            if (e->path == FV__PATH_LEGACY_FUSED &&
-                !fv__conv_legacy_fusable(op, (cudnnConvolutionFwdAlgo_t)e->engine))
-                continue;
-            if (fv__conv_legacy_init(op, &forms[i], l) != FV_OK ||
-                (e->path == FV__PATH_LEGACY_FUSED && (!l->b || !l->act))) {
-                fv__conv_legacy_destroy(l);
-                continue;
-            }
-            size_t ws = 0;
-            out->algo = (cudnnConvolutionFwdAlgo_t)e->engine;
-            if (cudnnGetConvolutionForwardWorkspaceSize(h, l->x, l->w, l->c, l->y, out->algo,
-                                                        &ws) ||
-                ws > ctx->workspace_limit) {
-                fv__conv_legacy_destroy(l);
-                continue;
-            }
-            out->ws = ws;
-            out->tensor_cores = 1;
-            snprintf(out->engine, sizeof out->engine, "%s", fv__conv_algo_name((int)e->engine));
-        }
-        snprintf(out->how, sizeof out->how, "profile (%s, %.4f ms)", e->how, (double)e->ms);
-        return FV_OK;
-    }
-    return FV_ERR_NOT_SUPPORTED;
-}
-
 /* ---- create ---------------------------------------------------------------- */
 /* One run on scratch buffers at creation: CUDA loads an engine's kernels
  * lazily at their first launch (tens of ms for some), and cuDNN finishes some
@@ -530,48 +285,6 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
     return FV_OK;
 }
 
-/* cuDNN's candidates of form f into out[*n..]: the fused graph, then (when
- * there is an epilogue) the bare conv graph with fovea's epilogue kernel:
- * list A of each first, the fallback lists after (their engines are often
- * slow, without tensor cores); then the legacy API (always when tuning, else
- * when no graph runs), and when tuning each legacy algo again through the
- * fused legacy call. Appends what it found to why. */
-static void cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, fv__conv_cand *out,
-                             int *n, int max, fv__conv_legacy *l, const char *sep, char *why,
-                             size_t why_n) {
-    fv_context *ctx = op->ctx;
-    const fv_conv2d_desc *d = &op->desc;
-    cudnnHandle_t h = fv__cuda_cudnn(ctx);
-    int too_big = 0, offered = 0;
-    int split = op->has_bias || d->activation != FV_ACT_IDENTITY;
-    fv__conv_graph g, gb;
-    cudnnStatus_t gs = fv__conv_graph_build(op, f, 0, h, &g);
-    cudnnStatus_t bs = split ? fv__conv_graph_build(op, f, 1, h, &gb) : CUDNN_STATUS_NOT_SUPPORTED;
-    for (int pass = 0; pass < 4; pass++) {
-        int is_split = pass & 1;
-        cudnnBackendHeurMode_t mode = pass < 2 ? CUDNN_HEUR_MODE_A : CUDNN_HEUR_MODE_FALLBACK;
-        if ((is_split ? bs : gs) != CUDNN_STATUS_SUCCESS) continue;
-        if (!tune && *n > 0) break;
-        if (tune && mode == CUDNN_HEUR_MODE_FALLBACK && is_split) continue;
-        offered += graph_candidates(op, f, is_split ? FV__PATH_GRAPH_SPLIT : FV__PATH_GRAPH,
-                                    is_split ? gb.graph : g.graph, mode,
-                                    pass < 2 ? "A" : "fallback", !tune, out, n, max, &too_big);
-    }
-    fv__conv_graph_destroy(&g);
-    if (split) fv__conv_graph_destroy(&gb);
-    int nlegacy_from = *n;
-    if (tune || *n == 0) {
-        fv_status ls = legacy_candidates(op, f, l, !tune, out, n, max);
-        if (ls != FV_OK)
-            fv__log(ctx, FV_LOG_DEBUG, "conv2d (%s): legacy API: %s", f->name, fv_last_error());
-        else if (tune)
-            legacy_fused_candidates(op, l, nlegacy_from, out, n, max);
-    }
-    snprintf(why, why_n, "%s[%s: graph %s, %d configs, %d over the workspace limit, %d legacy]",
-             sep, f->name, gs ? cudnnGetErrorString(gs) : "built", offered, too_big,
-             *n - nlegacy_from);
-}
-
 static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, conv_state *st,
                         char *why, size_t why_n) {
     fv_context *ctx = op->ctx;
@@ -597,7 +310,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
             e = NULL;
         }
         if (e) {
-            if (from_profile(op, e, forms, nf, &st->c, &st->l) == FV_OK) {
+            if (fv__conv_from_profile(op, e, forms, nf, &st->c, &st->l) == FV_OK) {
                 st->ms = e->ms;
                 st->candidates = 1;
                 return FV_OK;
@@ -622,12 +335,12 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
         size_t used = strlen(why);
         if (f->kr) { /* fovea's direct kernel */
             char dwhy[160] = "";
-            int offered = direct_candidates(op, f, !tune, c, &n, MAXC, dwhy, sizeof dwhy);
+            int offered = fv__conv_direct_candidates(op, f, !tune, c, &n, MAXC, dwhy, sizeof dwhy);
             snprintf(why + used, why_n - used, "%s[%s: %d variants%s%s]", used ? " " : "", f->name,
                      offered, offered ? "" : ": ", offered ? "" : dwhy);
         } else {
-            cudnn_candidates(op, f, tune, c, &n, MAXC, &l, used ? " " : "", why + used,
-                             why_n - used);
+            fv__conv_cudnn_candidates(op, f, tune, c, &n, MAXC, &l, used ? " " : "", why + used,
+                                      why_n - used);
         }
         int best = n ? 0 : -1;
         if (tune && n >= 1) {
@@ -641,7 +354,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
             if (s != FV_OK) {
                 free(ms);
                 for (int i = 0; i < n; i++)
-                    cand_free(&c[i]);
+                    fv__conv_cand_free(&c[i]);
                 free(c);
                 fv__conv_legacy_destroy(&l);
                 return fv__error_prefix(s, "conv2d autotune");
@@ -662,7 +375,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
         }
         st->candidates += n;
         if (best >= 0) {
-            cand_free(&st->c);
+            fv__conv_cand_free(&st->c);
             fv__conv_legacy_destroy(&st->l);
             st->c = c[best];
             c[best].plan = NULL;
@@ -672,7 +385,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
             }
         }
         for (int i = 0; i < n; i++)
-            cand_free(&c[i]);
+            fv__conv_cand_free(&c[i]);
         free(c);
         fv__conv_legacy_destroy(&l);
         if (st->c.path && !tune) return FV_OK;
@@ -690,7 +403,7 @@ void fv__cuda_conv2d_destroy(fv_conv2d *op) {
     fv_context_synchronize(op->ctx); /* nothing queued may still use the weights */
     for (int i = 0; i < VP_CACHE; i++)
         if (st->vps[i].vp) cudnnBackendDestroyDescriptor(st->vps[i].vp);
-    cand_free(&st->c);
+    fv__conv_cand_free(&st->c);
     fv__conv_legacy_destroy(&st->l);
     fv_pool *dev = op->ctx->pools[FV_POOL_DEVICE];
     fv_pool_free(dev, st->w);

@@ -98,6 +98,28 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
                        fv__bdesc vp, const void *x, void *y, const void *w, const void *b,
                        void *ws);
 
+/* ---- candidates (conv_cands.c) ----------------------------------------- */
+/* Destroys c's plan (if any). */
+void fv__conv_cand_free(fv__conv_cand *c);
+/* cuDNN's candidates of form f into out[*n..] (at most max): graph plans
+ * of heuristics list A (fused, then bare + epilogue) and, when tuning, the
+ * fallback list and the legacy algorithms (plain and fused); without tuning
+ * the first that builds. l receives the legacy descriptors. Appends
+ * "<sep>[form: what was found]" to why. */
+void fv__conv_cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, fv__conv_cand *out,
+                               int *n, int max, fv__conv_legacy *l, const char *sep, char *why,
+                               size_t why_n);
+/* The direct kernel's variants of form f (f->kr set) into out[*n..], the
+ * likely fastest first; the first only when first_only. Returns how many;
+ * why says why when none. */
+int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
+                               fv__conv_cand *out, int *n, int max, char *why, size_t why_n);
+/* The candidate a profile entry names, rebuilt without heuristics, among
+ * forms[0..nf); FV_ERR_NOT_SUPPORTED when it no longer builds here. */
+fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
+                                const fv__conv_form *forms, int nf, fv__conv_cand *out,
+                                fv__conv_legacy *l);
+
 /* Times candidates (warm-up, median of events) with scratch input/output
  * carved from the device pool; ms[i] gets each median (INFINITY when it
  * failed). Returns FV_ERR_OUT_OF_MEMORY when scratch cannot be carved. */

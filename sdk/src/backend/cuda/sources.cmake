@@ -13,7 +13,8 @@ set(FV_CUDA_SOURCES
   ${_fv_cuda_dir}/kernels/filter_fused.cu
 )
 # Convolution: the cuDNN graph-API engine (legacy API fallback) and its epilogue.
-list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/conv_engine.c ${_fv_cuda_dir}/conv_graph.c
+list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/conv_engine.c ${_fv_cuda_dir}/conv_cands.c
+  ${_fv_cuda_dir}/conv_graph.c
   ${_fv_cuda_dir}/conv_tune.c ${_fv_cuda_dir}/kernels/conv_epilogue.cu
   ${_fv_cuda_dir}/kernels/conv_direct.cu)
 # Named in the "no kernel image for this GPU" message.
