@@ -84,6 +84,10 @@ struct fv_tensor {
     void *dev_data; /* what a GPU kernel uses (mapped alias for MAPPED pools) */
 };
 
+/* Every fv_conv2d_desc.flags bit the front end accepts (ops.c, filter.c). */
+#define FV__CONV2D_FLAGS                                                                           \
+    ((uint32_t)(FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE | FV_CONV2D_NO_DIRECT | FV_CONV2D_DIRECT))
+
 struct fv_conv2d {
     fv_context *ctx;
     fv_conv2d_desc desc; /* normalized: defaults filled; weights/bias NULL */

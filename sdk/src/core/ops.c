@@ -96,9 +96,8 @@ static fv_status conv_check(const fv_conv2d_desc *d) {
     FV_REQUIRE(d->dtype == FV_DTYPE_F16 || d->dtype == FV_DTYPE_F32, FV_ERR_BAD_PARAM,
                "%s: dtype %s: only F16 and F32 are supported", op, dtype_name(d->dtype));
     FV_REQUIRE(d->weights, FV_ERR_BAD_PARAM, "%s: weights are NULL", op);
-    FV_REQUIRE((d->flags & ~(uint32_t)(FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE |
-                                       FV_CONV2D_NO_DIRECT | FV_CONV2D_DIRECT)) == 0,
-               FV_ERR_BAD_PARAM, "%s: unknown flags 0x%x", op, (unsigned)d->flags);
+    FV_REQUIRE((d->flags & ~FV__CONV2D_FLAGS) == 0, FV_ERR_BAD_PARAM, "%s: unknown flags 0x%x", op,
+               (unsigned)d->flags);
     FV_REQUIRE((d->flags & (FV_CONV2D_NO_DIRECT | FV_CONV2D_DIRECT)) !=
                    (FV_CONV2D_NO_DIRECT | FV_CONV2D_DIRECT),
                FV_ERR_BAD_PARAM,
