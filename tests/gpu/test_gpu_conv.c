@@ -112,7 +112,10 @@ static double run_case(const conv_case *cc, int verbose) {
         assert_string_equal(info.path, "direct");
         assert_true(info.tensor_cores && info.fused);
     }
-    if (cc->flags & FV_CONV2D_NO_DIRECT) assert_string_not_equal(info.path, "direct");
+    if (cc->flags & FV_CONV2D_NO_DIRECT) {
+        assert_string_not_equal(info.path, "direct");
+        assert_string_not_equal(info.path, "gemm");
+    }
     if (cc->flags & FV_CONV2D_AUTOTUNE) {
         assert_true(info.measured_ms > 0.0f);
         assert_true(info.candidates >= 1);
@@ -269,6 +272,191 @@ static void direct_kernel_variants_from_profile(void **state) {
     remove(path);
 }
 
+/* Rewrites every "path=<path>" conv line of the profile at path to engine
+ * eng; returns how many lines it rewrote. */
+static int rewrite_engines(const char *path, const char *which, const char *eng) {
+    static char text[1 << 16], edited[1 << 16];
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = 0;
+    char *o = edited;
+    int n_rewritten = 0;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line + 1) : strlen(line);
+        const char *eng_at = strstr(line, " engine="), *p = strstr(line, which);
+        if (p && p < line + n && eng_at && eng_at < line + n) {
+            const char *after = strchr(eng_at + 8, ' ');
+            o += sprintf(o, "%.*s engine=%s", (int)(eng_at - line), line, eng);
+            memcpy(o, after, (size_t)(line + n - after));
+            o += line + n - after;
+            n_rewritten++;
+        } else {
+            memcpy(o, line, n);
+            o += n;
+        }
+        line += n;
+    }
+    *o = 0;
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(edited, f);
+    fclose(f);
+    return n_rewritten;
+}
+
+/* fovea's split-reduction GEMM: the heuristics pick it for small outputs
+ * with a long reduction; then each tile width and split count (1, odd,
+ * many) through profile entries naming it. Partial tiles along M and N,
+ * C not a multiple of 32, dilation, stride, batches, every activation. */
+static void gemm_kernel_variants_from_profile(void **state) {
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    fv_test_seed(5150);
+    const conv_case cases[] = {
+        {1, 16, 16, 128, 256, 7, 7, 2, 3, 1, 1, FV_ACT_RELU, 0, 1, 0},
+        {1, 13, 11, 40, 20, 3, 3, 1, 2, 2, 1, FV_ACT_SIGMOID, 0, 1, 0},
+        {2, 9, 9, 64, 64, 3, 3, 2, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, 0},
+        {1, 10, 12, 96, 72, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 0, 0},
+        {1, 8, 8, 256, 40, 5, 5, 1, 2, 1, 1, FV_ACT_CLIPPED_RELU, 6.0f, 1, 0},
+        {1, 12, 9, 64, 16, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 1, 0},
+    };
+    enum { NCASES = sizeof cases / sizeof cases[0] };
+    for (size_t i = 0; i < NCASES; i++) {
+        double e = run_case(&cases[i], 1);
+        if (strcmp(last_info.path, "gemm") != 0)
+            fail_msg("case %zu: heuristics chose %s %s, not fovea's gemm", i, last_info.path,
+                     last_info.engine);
+        assert_true(last_info.fused && last_info.tensor_cores);
+        if (!(e <= 2e-3)) fail_msg("case %zu: error %.3e", i, e);
+    }
+    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+    /* engine = channels a block x 100 + splits; every case has >= 18 steps */
+    const char *engines[] = {"3201", "6401", "3203", "6416", "3218"};
+    const char *names[] = {"-64x32-split1", "-64x64-split1", "-64x32-split3", "-64x64-split16",
+                           "-64x32-split18"};
+    for (int v = 0; v < 5; v++) {
+        assert_true(rewrite_engines(path, "path=gemm", engines[v]) >= NCASES);
+        fv_context *ctx2 = NULL, *saved = gpu;
+        fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+        FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+        const char *why = NULL;
+        int entries = 0;
+        fv_context_profile_status(ctx2, &why, &entries);
+        assert_string_equal(why, "");
+        gpu = ctx2;
+        for (size_t i = 0; i < NCASES; i++) {
+            double e = run_case(&cases[i], 1);
+            if (!strstr(last_info.engine, names[v]) || !strstr(last_info.choice, "profile"))
+                fail_msg("engine %s, case %zu: ran %s (%s)", engines[v], i, last_info.engine,
+                         last_info.choice);
+            if (!(e <= 2e-3)) fail_msg("engine %s, case %zu: error %.3e", engines[v], i, e);
+        }
+        gpu = saved;
+        fv_context_destroy(ctx2);
+    }
+    /* a split count past the reduction's steps no longer builds: the op
+     * falls back to choosing anew, with a warning, and still runs */
+    assert_true(rewrite_engines(path, "path=gemm", "3264") >= NCASES);
+    fv_context *ctx2 = NULL, *saved = gpu;
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+    gpu = ctx2;
+    double e = run_case(&cases[1], 1); /* 18 steps */
+    assert_null(strstr(last_info.choice, "profile"));
+    assert_true(e <= 2e-3);
+    gpu = saved;
+    fv_context_destroy(ctx2);
+    remove(path);
+}
+
+/* The GEMM with its reduction split: the same bits on every run (the
+ * partials are added in split order), a stream-captured forward replays
+ * them, and a forward loop allocates nothing. */
+static void gemm_kernel_is_deterministic_and_capturable(void **state) {
+    enum { H = 10, W = 12, C = 64, K = 48 };
+    static float w[K * C * 9], b[K], x[H * W * C];
+    fv_test_seed(99);
+    fv_test_fill_uniform(w, sizeof w / sizeof w[0], -0.5f, 0.5f);
+    fv_test_fill_uniform(b, K, -0.5f, 0.5f);
+    fv_test_fill_uniform(x, H * W * C, -1, 1);
+    fv_conv2d_desc d = {.h = H,
+                        .w = W,
+                        .c = C,
+                        .k = K,
+                        .r = 3,
+                        .s = 3,
+                        .pad_h = 1,
+                        .pad_w = 1,
+                        .activation = FV_ACT_RELU,
+                        .weights = w,
+                        .bias = b,
+                        .flags = FV_CONV2D_NO_PROFILE};
+    fv_conv2d *op;
+    FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+    fv_conv2d_info info;
+    FV_ASSERT_OK(fv_conv2d_info_get(op, &info));
+    printf("  %s %s (%s)\n", info.path, info.engine, info.choice);
+    assert_string_equal(info.path, "gemm");
+    assert_null(strstr(info.engine, "split1")); /* the reduction is split */
+    assert_true(info.workspace_bytes > 0);
+    fv_tensor *in = make(gpu, FV_DTYPE_F16, 1, H, W, C), *out = make(gpu, FV_DTYPE_F16, 1, H, W, K);
+    static fv_half xh[H * W * C], first[H * W * K], again[H * W * K], poison[H * W * K];
+    const size_t ybytes = sizeof first;
+    fv_f32_to_f16_n(x, xh, H * W * C);
+    FV_ASSERT_OK(fv_tensor_upload(gpu, in, xh, sizeof xh));
+    FV_ASSERT_OK(fv_conv2d_forward(op, in, out));
+    FV_ASSERT_OK(fv_tensor_download(gpu, out, first, ybytes));
+    FV_ASSERT_OK(fv_context_synchronize(gpu));
+    for (int i = 0; i < 20; i++) {
+        FV_ASSERT_OK(fv_tensor_upload(gpu, out, poison, ybytes));
+        FV_ASSERT_OK(fv_conv2d_forward(op, in, out));
+        FV_ASSERT_OK(fv_tensor_download(gpu, out, again, ybytes));
+        FV_ASSERT_OK(fv_context_synchronize(gpu));
+        assert_memory_equal(first, again, ybytes);
+    }
+
+    cudaStream_t s;
+    FV_ASSERT_OK(fv_context_cuda_stream(gpu, &s));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    fv_status fs = fv_conv2d_forward(op, in, out);
+    cudaError_t ce = cudaStreamEndCapture(s, &graph);
+    FV_ASSERT_OK(fs);
+    assert_int_equal(ce, cudaSuccess);
+    assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int i = 0; i < H * W * K; i++)
+        poison[i] = 0x7e00;
+    for (int rep = 0; rep < 3; rep++) {
+        FV_ASSERT_OK(fv_tensor_upload(gpu, out, poison, ybytes));
+        assert_int_equal(cudaGraphLaunch(exec, s), cudaSuccess);
+        FV_ASSERT_OK(fv_tensor_download(gpu, out, again, ybytes));
+        FV_ASSERT_OK(fv_context_synchronize(gpu));
+        assert_memory_equal(first, again, ybytes);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+
+    fv_pool_stats before, after;
+    fv_pool *dev = fv_context_pool(gpu, FV_POOL_DEVICE);
+    FV_ASSERT_OK(fv_pool_stats_get(dev, &before));
+    for (int i = 0; i < 500; i++)
+        FV_ASSERT_OK(fv_conv2d_forward(op, in, out));
+    FV_ASSERT_OK(fv_tensor_download(gpu, out, again, ybytes));
+    FV_ASSERT_OK(fv_context_synchronize(gpu));
+    FV_ASSERT_OK(fv_pool_stats_get(dev, &after));
+    assert_int_equal(after.backing_allocs, before.backing_allocs);
+    assert_int_equal(after.carve_outs, before.carve_outs);
+    assert_memory_equal(first, again, ybytes);
+    fv_tensor_destroy(in), fv_tensor_destroy(out);
+    fv_conv2d_destroy(op);
+}
+
 /* Every legacy-fused entry rebuilds from a profile and matches the CPU:
  * autotuned entries are rewritten to cudnnConvolutionBiasActivationForward
  * with IMPLICIT_PRECOMP_GEMM (algo 1) on C padded to 8, then reloaded. */
@@ -369,6 +557,9 @@ static void direct_kernel_refuses_what_it_cannot_run(void **state) {
     FV_ASSERT_STATUS(fv_conv2d_create(gpu, &d, &op), FV_ERR_NOT_SUPPORTED, "dilation");
     d.dilation_h = d.dilation_w = 1, d.pad_h = d.pad_w = 1, d.k = 72;
     FV_ASSERT_STATUS(fv_conv2d_create(gpu, &d, &op), FV_ERR_NOT_SUPPORTED, "K");
+    d.k = 8, d.c = 40; /* it reads at most 32 channels a pixel */
+    FV_ASSERT_STATUS(fv_conv2d_create(gpu, &d, &op), FV_ERR_NOT_SUPPORTED, "C <= 32");
+    d.c = 8;
     d.k = 8, d.flags = FV_CONV2D_DIRECT | FV_CONV2D_NO_DIRECT;
     FV_ASSERT_STATUS(fv_conv2d_create(gpu, &d, &op), FV_ERR_BAD_PARAM, "exclude");
     d.flags = FV_CONV2D_NO_DIRECT;
@@ -444,6 +635,10 @@ static void autotuned_matches_cpu_reference(void **state) {
         {1, 40, 40, 5, 7, 3, 3, 2, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, T},
         {2, 32, 32, 16, 32, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 1, T},
         {1, 16, 16, 32, 32, 3, 3, 1, 1, 1, 32, FV_ACT_RELU, 0, 1, T},
+        /* C > 32 with K <= 64: no direct-kernel form (it would read 32 of
+         * the 64 channels); fovea's GEMM among the candidates */
+        {1, 12, 12, 64, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, T},
+        {1, 16, 16, 128, 64, 7, 7, 2, 3, 1, 1, FV_ACT_SIGMOID, 0, 1, T},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double e = run_case(&cases[i], 1);
@@ -683,6 +878,8 @@ int main(void) {
         cmocka_unit_test(direct_kernel_matches_cpu_reference),
         cmocka_unit_test(direct_kernel_variants_from_profile),
         cmocka_unit_test(legacy_fused_from_profile),
+        cmocka_unit_test(gemm_kernel_variants_from_profile),
+        cmocka_unit_test(gemm_kernel_is_deterministic_and_capturable),
         cmocka_unit_test(direct_kernel_refuses_what_it_cannot_run),
         cmocka_unit_test(padded_lanes_stay_zero),
         cmocka_unit_test(autotuned_matches_cpu_reference),

@@ -59,9 +59,9 @@ static fv__engine_choice random_choice(int i) {
     memset(&c, 0, sizeof c);
     snprintf(c.key, sizeof c.key,
              "conv2d:n1:h%d:w%d:c3:k32:r5:s5:u1:v1:p2:q2:d1:e1:g1:a1:al0:b1:f16", 100 + i, 200 + i);
-    const fv__engine_path paths[] = {FV__PATH_LEGACY, FV__PATH_GRAPH, FV__PATH_GRAPH_SPLIT,
-                                     FV__PATH_DIRECT, FV__PATH_LEGACY_FUSED};
-    c.path = paths[i % 5];
+    const fv__engine_path paths[] = {FV__PATH_LEGACY, FV__PATH_GRAPH,        FV__PATH_GRAPH_SPLIT,
+                                     FV__PATH_DIRECT, FV__PATH_LEGACY_FUSED, FV__PATH_GEMM};
+    c.path = paths[i % 6];
     c.cdecl_ = 1 + (int)(fv_test_rand_u64() % 65536);
     c.engine = (int64_t)(fv_test_rand_u64() >> 1);
     c.nknobs = i % (FV__PROFILE_MAX_KNOBS + 1);
@@ -126,7 +126,8 @@ static void round_trip(void **state) {
     fv__profile_free(&p);
     fv__profile_free(&p); /* freeing twice is harmless */
     assert_string_equal(fv__engine_path_name(FV__PATH_LEGACY_FUSED), "legacy-fused");
-    assert_string_equal(fv__engine_path_name((fv__engine_path)6), "none");
+    assert_string_equal(fv__engine_path_name(FV__PATH_GEMM), "gemm");
+    assert_string_equal(fv__engine_path_name((fv__engine_path)7), "none");
 }
 
 static void find_and_replace(void **state) {
@@ -238,6 +239,7 @@ static void conv_keys(void **state) {
 #define E1  "conv a path=graph cdecl=8 engine=3 ws=1024 ms=0.5 how=autotune knobs=1:2,3:-4\n"
 #define E2  "conv b path=legacy cdecl=4 engine=1 ws=0 ms=0 how=heuristics knobs=-\n"
 #define E3  "conv c path=legacy-fused cdecl=8 engine=1 ws=64 ms=0.25 how=autotune knobs=-\n"
+#define E4  "conv d path=gemm cdecl=128 engine=3216 ws=2097152 ms=0.006 how=autotune knobs=-\n"
 
 /* Loads text; expects status want and a reason containing both needles. */
 static void expect_load(const char *text, size_t len, fv_status want, const char *n1,
@@ -267,6 +269,7 @@ static void expect_load(const char *text, size_t len, fv_status want, const char
 static void malformed_files(void **state) {
     expect_load(HDR E1 E2 "end 2\n", sizeof(HDR E1 E2 "end 2\n") - 1, FV_OK, NULL, NULL);
     expect_load(HDR E3 "end 1\n", sizeof(HDR E3 "end 1\n") - 1, FV_OK, NULL, NULL);
+    expect_load(HDR E4 "end 1\n", sizeof(HDR E4 "end 1\n") - 1, FV_OK, NULL, NULL);
     /* CRLF line ends are tolerated */
     const char crlf[] = "fovea-profile 1\r\ndevice NVIDIA Test GPU 80GB\r\nsm 90\r\ncudnn "
                         "91400\r\nend 0\r\n";

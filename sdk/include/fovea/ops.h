@@ -61,12 +61,13 @@ enum {
     FV_CONV2D_AUTOTUNE = 1u << 0,
     /* Ignore the context's profile: choose by heuristics (or autotune). */
     FV_CONV2D_NO_PROFILE = 1u << 1,
-    /* CUDA: leave out fovea's own direct tensor-core kernel (path "direct",
-     * for small channel counts); choose among cuDNN's engines only. */
+    /* CUDA: leave out fovea's own tensor-core kernels (path "direct", for
+     * small channel counts, and "gemm", for small outputs with a long
+     * reduction); choose among cuDNN's engines only. */
     FV_CONV2D_NO_DIRECT = 1u << 2,
     /* CUDA: run fovea's direct kernel (ignoring the profile and heuristics),
      * or fail with FV_ERR_NOT_SUPPORTED saying why it cannot run the op
-     * (it needs groups 1, dilation 1, stored C 8, 16 or 32, K <= 64 and the
+     * (it needs groups 1, dilation 1, C <= 32, K <= 64 and the
      * shared memory). With FV_CONV2D_AUTOTUNE, only its variants are timed.
      * The CPU backend ignores this flag and FV_CONV2D_NO_DIRECT. */
     FV_CONV2D_DIRECT = 1u << 3
@@ -93,10 +94,12 @@ typedef struct fv_conv2d_info {
     /* "graph" (cuDNN graph API, fused), "graph-split" (bare graph + fovea's
      * epilogue kernel), "legacy" (cudnnConvolutionForward + epilogue),
      * "legacy-fused" (cudnnConvolutionBiasActivationForward), "direct"
-     * (fovea's own tensor-core kernel), "cpu" */
+     * (fovea's own tensor-core kernel), "gemm" (fovea's split-reduction
+     * implicit GEMM), "cpu" */
     char path[16];
     char engine[64];        /* e.g. "eng7" (graph), "IMPLICIT_PRECOMP_GEMM" (legacy),
-                               "fovea-direct-8rows" (direct), "direct" (cpu) */
+                               "fovea-direct-8rows" (direct),
+                               "fovea-gemm-64x32-split16" (gemm), "direct" (cpu) */
     int tensor_cores;       /* 1 when the engine runs on tensor cores */
     int fused;              /* 1 when bias and activation run inside the convolution */
     size_t workspace_bytes; /* workspace the engine uses */

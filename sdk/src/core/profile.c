@@ -63,6 +63,7 @@ const char *fv__engine_path_name(fv__engine_path p) {
            : p == FV__PATH_LEGACY       ? "legacy"
            : p == FV__PATH_DIRECT       ? "direct"
            : p == FV__PATH_LEGACY_FUSED ? "legacy-fused"
+           : p == FV__PATH_GEMM         ? "gemm"
                                         : "none";
 }
 
@@ -71,8 +72,8 @@ static const char *choice_problem(const fv__engine_choice *c) {
         return "key must be 1..191 printable characters without spaces";
     if (c->path != FV__PATH_GRAPH && c->path != FV__PATH_LEGACY &&
         c->path != FV__PATH_GRAPH_SPLIT && c->path != FV__PATH_DIRECT &&
-        c->path != FV__PATH_LEGACY_FUSED)
-        return "path must be graph, graph-split, legacy, legacy-fused or direct";
+        c->path != FV__PATH_LEGACY_FUSED && c->path != FV__PATH_GEMM)
+        return "path must be graph, graph-split, legacy, legacy-fused, direct or gemm";
     if (c->cdecl_ < 1 || c->cdecl_ > MAX_CDECL) return "cdecl must be 1..65536";
     if (c->engine < 0) return "engine must be >= 0";
     if (c->nknobs < 0 || c->nknobs > FV__PROFILE_MAX_KNOBS) return "more than 16 knobs";
@@ -250,6 +251,7 @@ static fv_status parse_fields(loader *L, char *rest, fv__engine_choice *c) {
                       : strcmp(v, "legacy") == 0       ? FV__PATH_LEGACY
                       : strcmp(v, "direct") == 0       ? FV__PATH_DIRECT
                       : strcmp(v, "legacy-fused") == 0 ? FV__PATH_LEGACY_FUSED
+                      : strcmp(v, "gemm") == 0         ? FV__PATH_GEMM
                                                        : (fv__engine_path)0;
             ok = c->path != 0;
             break;

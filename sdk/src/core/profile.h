@@ -5,8 +5,8 @@
  *   device <device name, rest of the line>
  *   sm <major*10+minor>
  *   cudnn <cudnnGetVersion() of the library that tuned it>
- *   conv <key> path=<graph|graph-split|legacy|legacy-fused|direct> cdecl=<n> engine=<n> ws=<bytes>
- * ms=<float> how=<word> knobs=<t:v,t:v,...|->
+ *   conv <key> path=<graph|graph-split|legacy|legacy-fused|direct|gemm> cdecl=<n> engine=<n>
+ * ws=<bytes> ms=<float> how=<word> knobs=<t:v,t:v,...|->
  *   ...
  *   end <number of conv lines>
  * Lines are at most FV__PROFILE_LINE bytes. Anything else (unknown version,
@@ -32,16 +32,19 @@
  * legacy-fused: cudnnConvolutionBiasActivationForward (engine = its algo;
  * only for ops with a bias or an activation other than leaky ReLU);
  * direct: fovea's own tensor-core kernel (engine = its rows per block,
- * cdecl = the channels it reads). */
+ * cdecl = the channels it reads); gemm: fovea's split-reduction implicit
+ * GEMM (engine = output channels a block x 100 + the ways the reduction is
+ * split, e.g. 3216). */
 typedef enum {
     FV__PATH_GRAPH = 1,
     FV__PATH_LEGACY = 2,
     FV__PATH_GRAPH_SPLIT = 3,
     FV__PATH_DIRECT = 4,
-    FV__PATH_LEGACY_FUSED = 5
+    FV__PATH_LEGACY_FUSED = 5,
+    FV__PATH_GEMM = 6
 } fv__engine_path;
 
-/* "graph", "graph-split", "legacy", "direct", "legacy-fused". */
+/* "graph", "graph-split", "legacy", "direct", "legacy-fused", "gemm". */
 const char *fv__engine_path_name(fv__engine_path p);
 
 typedef struct fv__engine_choice {

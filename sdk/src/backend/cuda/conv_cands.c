@@ -187,6 +187,114 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
     return offered;
 }
 
+/* ---- fovea's split-reduction GEMM ------------------------------------------ */
+/* Variant = output channels a block x 100 + splits (the profile's engine). */
+static fv__conv_gemm_geom gemm_geom(const fv_conv2d *op, const fv__conv_form *f, int variant) {
+    const fv_conv2d_desc *d = &op->desc;
+    return (fv__conv_gemm_geom){.n = d->n,
+                                .h = d->h,
+                                .w = d->w,
+                                .cs = f->cs,
+                                .p = op->p,
+                                .q = op->q,
+                                .kp = f->kp,
+                                .k = d->k,
+                                .r = d->r,
+                                .s = d->s,
+                                .sh = d->stride_h,
+                                .sw = d->stride_w,
+                                .ph = d->pad_h,
+                                .pw = d->pad_w,
+                                .dh = d->dilation_h,
+                                .dw = d->dilation_w,
+                                .bn = variant / 100,
+                                .splits = variant % 100};
+}
+
+static int gemm_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, fv__conv_cand *c,
+                          char *why, size_t why_n) {
+    memset(c, 0, sizeof *c);
+    c->gg = gemm_geom(op, f, variant);
+    if (variant < 0 || !fv__conv_gemm_check(&c->gg, why, why_n)) return 0;
+    c->ws = fv__conv_gemm_workspace(&c->gg);
+    if (c->ws > op->ctx->workspace_limit) {
+        snprintf(why, why_n, "needs %zu bytes of workspace, the limit is %zu", c->ws,
+                 op->ctx->workspace_limit);
+        return 0;
+    }
+    c->path = FV__PATH_GEMM;
+    c->f = *f;
+    c->tensor_cores = 1;
+    c->choice.path = FV__PATH_GEMM;
+    c->choice.cdecl_ = f->cd;
+    c->choice.engine = variant;
+    snprintf(c->engine, sizeof c->engine, "fovea-gemm-64x%d-split%d", c->gg.bn, c->gg.splits);
+    snprintf(c->how, sizeof c->how,
+             "fovea implicit GEMM, 64 pixels x %d channels a block, reduction of %d steps split "
+             "%d ways",
+             c->gg.bn, c->gg.steps, c->gg.splits);
+    return 1;
+}
+
+/* Whether the kernel runs op with form f's weights: groups 1, FP16, the
+ * dense form reading every stored channel. */
+static int gemm_form_ok(const fv_conv2d *op, const fv__conv_form *f) {
+    const fv_conv2d_desc *d = &op->desc;
+    return d->groups == 1 && d->dtype == FV_DTYPE_F16 && !f->kr && f->groups == 1 &&
+           f->cd == f->cs && f->wc == f->cs;
+}
+
+int fv__conv_gemm_offered(const fv_conv2d *op, const fv__conv_form *f, int *preferred) {
+    const fv_conv2d_desc *d = &op->desc;
+    *preferred = 0;
+    if (!gemm_form_ok(op, f)) return 0;
+    long sms = op->ctx->info.multiprocessors > 0 ? op->ctx->info.multiprocessors : 1;
+    long m = (long)d->n * op->p * op->q, steps = (long)d->r * d->s * ((f->cs + 31) / 32);
+    if ((m + 63) / 64 * ((f->kp + 63) / 64) > 2 * sms) return 0;
+    *preferred = (m + 63) / 64 * ((f->kp + 31) / 32) <= sms && steps >= 8;
+    return 1;
+}
+
+/* The heuristic variant: 32 channels a block, the reduction split into the
+ * most power-of-2 ways that keeps one wave of blocks and 4 steps a block. */
+static int gemm_heuristic(const fv_conv2d *op, const fv__conv_form *f) {
+    const fv_conv2d_desc *d = &op->desc;
+    long sms = op->ctx->info.multiprocessors > 0 ? op->ctx->info.multiprocessors : 1;
+    long tiles = ((long)d->n * op->p * op->q + 63) / 64 * ((f->kp + 31) / 32);
+    long steps = (long)d->r * d->s * ((f->cs + 31) / 32);
+    int splits = 1;
+    while (splits < 64 && tiles * splits * 2 <= sms && steps / (splits * 2) >= 4)
+        splits *= 2;
+    return 3200 + splits;
+}
+
+int fv__conv_gemm_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
+                             fv__conv_cand *out, int *n, int max) {
+    int offered = 0, preferred = 0;
+    if (!fv__conv_gemm_offered(op, f, &preferred)) return 0;
+    char why[160];
+    int first = gemm_heuristic(op, f);
+    if (*n < max && gemm_candidate(op, f, first, &out[*n], why, sizeof why)) {
+        (*n)++;
+        offered++;
+    }
+    if (first_only) return offered;
+    long sms = op->ctx->info.multiprocessors > 0 ? op->ctx->info.multiprocessors : 1;
+    for (int bn = 32; bn <= 64; bn += 32)
+        for (int splits = 1; splits <= 64 && *n < max; splits *= 2) {
+            int variant = bn * 100 + splits;
+            if (variant == first) continue;
+            fv__conv_cand c;
+            if (!gemm_candidate(op, f, variant, &c, why, sizeof why)) continue;
+            /* past two waves of blocks, or under 2 steps a block: slower */
+            if ((long)c.gg.tiles * splits > 2 * sms || (splits > 1 && c.gg.steps / splits < 2))
+                continue;
+            out[(*n)++] = c;
+            offered++;
+        }
+    return offered;
+}
+
 /* A candidate from a profile entry, or FV_ERR_NOT_SUPPORTED. */
 fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
                                 const fv__conv_form *forms, int nf, fv__conv_cand *out,
@@ -199,6 +307,15 @@ fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
             char why[160];
             if (e->engine > 199 ||
                 !direct_candidate(op, &forms[i], (int)e->engine, out, why, sizeof why))
+                continue;
+            out->choice = *e;
+            snprintf(out->how, sizeof out->how, "profile (%s, %.4f ms)", e->how, (double)e->ms);
+            return FV_OK;
+        }
+        if (e->path == FV__PATH_GEMM) {
+            char why[160];
+            if (e->engine > 6464 || !gemm_form_ok(op, &forms[i]) ||
+                !gemm_candidate(op, &forms[i], (int)e->engine, out, why, sizeof why))
                 continue;
             out->choice = *e;
             snprintf(out->how, sizeof out->how, "profile (%s, %.4f ms)", e->how, (double)e->ms);

@@ -14,12 +14,16 @@
  *     padded to 4, padded to 8), plus the legacy algorithms (each also
  *     through cudnnConvolutionBiasActivationForward when the op has a bias
  *     or an activation), plus fovea's direct kernel (kernels/conv_direct.cu:
- *     its block shapes and channel widths), timed; fastest kept;
+ *     its block shapes and channel widths) and, for small outputs, its
+ *     split-reduction GEMM (kernels/conv_gemm.cu: tile widths and splits),
+ *     timed; fastest kept;
  *  3. otherwise the direct kernel where it is known to win (direct_preferred),
- *     else heuristics A, then the fallback list, then the legacy API
- *     (cudnnConvolutionForward + an epilogue kernel), then the direct kernel.
- * FV_CONV2D_NO_DIRECT leaves the direct kernel out; FV_CONV2D_DIRECT takes
- * nothing else (and no profile).
+ *     or the GEMM (fv__conv_gemm_offered's preferred), else heuristics A,
+ *     then the fallback list, then the legacy API (cudnnConvolutionForward +
+ *     an epilogue kernel), then the direct kernel.
+ * FV_CONV2D_NO_DIRECT leaves fovea's kernels out (cuDNN only);
+ * FV_CONV2D_DIRECT takes the direct kernel and nothing else (and no
+ * profile).
  * Each op reports which (fv_conv2d_info). The choice goes into the
  * context's profile (fv_context_profile_save).
  *
@@ -50,6 +54,7 @@ typedef struct conv_state {
     void *w, *b;       /* device FP16 weights [kp][r][s][wc], bias [kp] (or NULL) */
     vp_entry vps[VP_CACHE];
     int vp_next;
+    void *counters; /* the gemm path's tile counters (device pool) */
     float ms;
     int candidates;
 } conv_state;
@@ -95,10 +100,13 @@ static int add_direct_form(const fv_conv2d *op, fv__conv_form *out, int n, int c
 }
 
 /* The direct kernel's forms: it reads 4, 8, 16 or 32 channels a pixel (4
- * needs an even horizontal stride). None when the op is outside its range. */
+ * needs an even horizontal stride), all of the op's. None when the op is
+ * outside its range (C > 32 among others: reading the first 32 channels
+ * would compute another convolution). */
 static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
     const fv_conv2d_desc *d = &op->desc;
-    if (d->groups != 1 || d->dilation_h != 1 || d->dilation_w != 1 || d->dtype != FV_DTYPE_F16)
+    if (d->groups != 1 || d->dilation_h != 1 || d->dilation_w != 1 || d->dtype != FV_DTYPE_F16 ||
+        d->c > 32)
         return n;
     if (d->c <= 4 && d->stride_w % 2 == 0) n = add_direct_form(op, out, n, 4);
     int cm = d->c <= 8 ? 8 : d->c <= 16 ? 16 : 32;
@@ -260,6 +268,15 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
     fv_status s = choose(op, weights, bias, st, why, sizeof why);
     if (s == FV_OK) s = upload_weights(op, &st->c.f, weights, bias, &st->w, &st->b);
     if (s == FV_OK) s = workspace_reserve(ctx, st->c.ws);
+    if (s == FV_OK && st->c.path == FV__PATH_GEMM && fv__conv_gemm_counter_bytes(&st->c.gg)) {
+        size_t cb = fv__conv_gemm_counter_bytes(&st->c.gg);
+        s = fv_pool_alloc(ctx->pools[FV_POOL_DEVICE], cb, &st->counters);
+        if (s == FV_OK) {
+            cudaError_t e = cudaMemsetAsync(st->counters, 0, cb, fv__cuda_stream(ctx));
+            if (e != cudaSuccess) s = fv__cuda_fail(e, "cudaMemset(counters)", __FILE__, __LINE__);
+        }
+        st->c.gg.counters = st->counters;
+    }
     op->be_state = st;
     if (s == FV_OK) warm_up(op, st);
     if (s != FV_OK) {
@@ -293,20 +310,21 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
     fv__conv_form forms[MAX_FORMS];
     int nf = formulations(op, forms, 1);
     FV_REQUIRE(nf > 0, FV_ERR_NOT_SUPPORTED,
-               "conv2d: FV_CONV2D_DIRECT: fovea's direct kernel runs groups 1, dilation 1 and "
-               "K <= 64 only (this op: groups %d, dilation %dx%d, K %d)",
-               d->groups, d->dilation_h, d->dilation_w, d->k);
+               "conv2d: FV_CONV2D_DIRECT: fovea's direct kernel runs groups 1, dilation 1, "
+               "C <= 32 and K <= 64 only (this op: groups %d, dilation %dx%d, C %d, K %d)",
+               d->groups, d->dilation_h, d->dilation_w, d->c, d->k);
 
     /* 1. the profile */
     if (!tune && !(d->flags & (FV_CONV2D_NO_PROFILE | FV_CONV2D_DIRECT))) {
         char key[FV__PROFILE_KEY];
         fv__conv2d_key(d, op->has_bias, key, sizeof key);
         const fv__engine_choice *e = fv__profile_find(ctx->profile, key);
-        if (e && e->path == FV__PATH_DIRECT && (d->flags & FV_CONV2D_NO_DIRECT)) {
+        if (e && (e->path == FV__PATH_DIRECT || e->path == FV__PATH_GEMM) &&
+            (d->flags & FV_CONV2D_NO_DIRECT)) {
             fv__log(ctx, FV_LOG_DEBUG,
-                    "conv2d: profile entry %s names fovea's direct kernel, which the op's flags "
+                    "conv2d: profile entry %s names fovea's %s kernel, which the op's flags "
                     "exclude; choosing anew",
-                    key);
+                    key, fv__engine_path_name(e->path));
             e = NULL;
         }
         if (e) {
@@ -326,7 +344,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
     /* 2./3. candidates per formulation */
     for (int fi = 0; fi < nf; fi++) {
         const fv__conv_form *f = &forms[fi];
-        enum { MAXC = 64 };
+        enum { MAXC = 96 };
         fv__conv_cand *c = calloc(MAXC, sizeof *c);
         FV_REQUIRE(c, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
         int n = 0;
@@ -339,8 +357,19 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
             snprintf(why + used, why_n - used, "%s[%s: %d variants%s%s]", used ? " " : "", f->name,
                      offered, offered ? "" : ": ", offered ? "" : dwhy);
         } else {
-            fv__conv_cudnn_candidates(op, f, tune, c, &n, MAXC, &l, used ? " " : "", why + used,
-                                      why_n - used);
+            /* fovea's GEMM shares the dense form's weights: first when it is
+             * the better bet without timing, timed with the rest when tuning */
+            int pref = 0,
+                gemm = !(d->flags & FV_CONV2D_NO_DIRECT) && fv__conv_gemm_offered(op, f, &pref);
+            if (gemm && pref && !tune) fv__conv_gemm_candidates(op, f, 1, c, &n, MAXC);
+            if (n == 0)
+                fv__conv_cudnn_candidates(op, f, tune, c, &n, MAXC, &l, used ? " " : "", why + used,
+                                          why_n - used);
+            if (gemm && (tune || n == 0)) {
+                int got = fv__conv_gemm_candidates(op, f, !tune, c, &n, MAXC);
+                used = strlen(why);
+                snprintf(why + used, why_n - used, " [fovea gemm: %d variants]", got);
+            }
         }
         int best = n ? 0 : -1;
         if (tune && n >= 1) {
@@ -408,6 +437,7 @@ void fv__cuda_conv2d_destroy(fv_conv2d *op) {
     fv_pool *dev = op->ctx->pools[FV_POOL_DEVICE];
     fv_pool_free(dev, st->w);
     fv_pool_free(dev, st->b);
+    fv_pool_free(dev, st->counters);
     free(st);
     op->be_state = NULL;
 }
@@ -466,7 +496,7 @@ void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out) {
     snprintf(out->layout, sizeof out->layout, "%s", st->c.f.name);
     out->tensor_cores = st->c.tensor_cores;
     out->fused = st->c.path == FV__PATH_GRAPH || st->c.path == FV__PATH_DIRECT ||
-                 st->c.path == FV__PATH_LEGACY_FUSED;
+                 st->c.path == FV__PATH_LEGACY_FUSED || st->c.path == FV__PATH_GEMM;
     out->workspace_bytes = st->c.ws;
     out->measured_ms = isfinite(st->ms) ? st->ms : 0.0f;
     out->candidates = st->candidates;

@@ -7,6 +7,7 @@
 #include "../../core/profile.h"
 #include "cuda_internal.h"
 #include "kernels/conv_direct.cuh"
+#include "kernels/conv_gemm.cuh"
 
 typedef cudnnBackendDescriptor_t fv__bdesc;
 
@@ -24,13 +25,15 @@ typedef struct fv__conv_form {
 } fv__conv_form;
 
 /* One runnable way to do the op: a finalized graph plan, a legacy algo (with
- * or without cuDNN's fused bias and activation) or fovea's direct kernel. */
+ * or without cuDNN's fused bias and activation), fovea's direct kernel or
+ * its split-reduction GEMM. */
 typedef struct fv__conv_cand {
     fv__engine_path path;
     fv__conv_form f;
     fv__bdesc plan;                 /* graph path */
     cudnnConvolutionFwdAlgo_t algo; /* legacy and legacy-fused paths */
     fv__conv_direct_geom dg;        /* direct path */
+    fv__conv_gemm_geom gg;          /* gemm path (gg.counters: owned by whoever runs it) */
     size_t ws;
     int tensor_cores;
     fv__engine_choice choice; /* engine, knobs, cdecl: what a profile stores */
@@ -114,6 +117,17 @@ void fv__conv_cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, 
  * why says why when none. */
 int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
                                fv__conv_cand *out, int *n, int max, char *why, size_t why_n);
+/* Whether fovea's split-reduction GEMM is offered for op on form f: groups
+ * 1, FP16, f the dense form reading every stored channel, and few output
+ * values (at most 2 x SMs tiles of 64 x 64: larger outputs fill the GPU
+ * with cuDNN's own tiles, which run faster). preferred: without timing it
+ * is the better bet (one tile of 64 x 32 per SM or fewer, and a reduction
+ * of 8 steps or more). */
+int fv__conv_gemm_offered(const fv_conv2d *op, const fv__conv_form *f, int *preferred);
+/* Its variants (32 or 64 output channels a block x splits) into out[*n..];
+ * the heuristic pick first, only it when first_only. Returns how many. */
+int fv__conv_gemm_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
+                             fv__conv_cand *out, int *n, int max);
 /* The candidate a profile entry names, rebuilt without heuristics, among
  * forms[0..nf); FV_ERR_NOT_SUPPORTED when it no longer builds here. */
 fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,

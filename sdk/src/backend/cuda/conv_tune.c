@@ -64,6 +64,9 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
     if (c->path == FV__PATH_DIRECT)
         return fv__conv_direct_run(fv__cuda_stream(ctx), &c->dg, x, y, w, op->has_bias ? b : NULL,
                                    d->activation, d->activation_alpha);
+    if (c->path == FV__PATH_GEMM)
+        return fv__conv_gemm_run(fv__cuda_stream(ctx), &c->gg, x, y, w, op->has_bias ? b : NULL,
+                                 d->activation, d->activation_alpha, ws);
     float alpha = 1.0f, beta = 0.0f;
     if (c->path == FV__PATH_LEGACY_FUSED) {
         /* y = act(1 * conv(x, w) + 0 * z + b): no residual, so z is y with
@@ -94,13 +97,24 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
     if (n == 0) return FV_OK;
     size_t xb = (size_t)d->n * d->h * d->w * cands[0].f.cs * 2;
     size_t yb = (size_t)d->n * op->p * op->q * cands[0].f.kp * 2;
-    size_t wsb = 0;
-    for (int i = 0; i < n; i++)
+    size_t wsb = 0, cb = 0;
+    for (int i = 0; i < n; i++) {
         if (cands[i].ws > wsb) wsb = cands[i].ws;
-    void *x = NULL, *y = NULL, *ws = NULL;
+        if (cands[i].path == FV__PATH_GEMM && fv__conv_gemm_counter_bytes(&cands[i].gg) > cb)
+            cb = fv__conv_gemm_counter_bytes(&cands[i].gg);
+    }
+    void *x = NULL, *y = NULL, *ws = NULL, *counters = NULL;
     fv_status s = fv_pool_alloc(dev, xb, &x);
     if (s == FV_OK) s = fv_pool_alloc(dev, yb, &y);
     if (s == FV_OK && wsb) s = fv_pool_alloc(dev, wsb, &ws);
+    /* the GEMM's tile counters: zero, and the kernel leaves them zero */
+    if (s == FV_OK && cb) s = fv_pool_alloc(dev, cb, &counters);
+    if (s == FV_OK && cb) {
+        cudaError_t e = cudaMemsetAsync(counters, 0, cb, stream);
+        if (e != cudaSuccess) s = fv__cuda_fail(e, "autotune counters", __FILE__, __LINE__);
+        for (int i = 0; i < n; i++)
+            if (cands[i].path == FV__PATH_GEMM) cands[i].gg.counters = counters;
+    }
     /* an L2 scrubber of twice the cache, when the pool has room (else none) */
     int dev_id = fv__cuda_device(ctx), l2 = 0;
     void *scrub = NULL;
@@ -163,6 +177,8 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
         }
         qsort(t, TUNE_RUNS, sizeof t[0], cmp_float);
         ms[i] = t[TUNE_RUNS / 2];
+        fv__log(ctx, FV_LOG_DEBUG, "autotune: %-28s %-12s %-44s %.4f ms", cands[i].engine,
+                fv__engine_path_name(cands[i].path), cands[i].f.name, (double)ms[i]);
     }
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
@@ -172,5 +188,8 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
     fv_pool_free(dev, y);
     fv_pool_free(dev, ws);
     fv_pool_free(dev, scrub);
+    fv_pool_free(dev, counters);
+    for (int i = 0; i < n; i++)
+        if (cands[i].path == FV__PATH_GEMM) cands[i].gg.counters = NULL;
     return s;
 }

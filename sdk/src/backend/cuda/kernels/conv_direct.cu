@@ -2,10 +2,13 @@
 #include <mma.h>
 #include <stdio.h>
 #include "conv_direct.cuh"
+#include "cp_async.cuh"
 #include "../cuda_check.h"
 #include "../../activation.h"
 
 using namespace nvcuda;
+using fv_k::copy_async;
+using fv_k::copy_commit;
 
 namespace {
 
@@ -52,40 +55,6 @@ size_t smem_of(const fv__conv_direct_geom *g) {
     int rows, cols, stride;
     window_of(g, &rows, &cols, &stride);
     return common + (size_t)rows * stride * 2 + (size_t)g->kp * 2;
-}
-
-/* Asynchronous copies global -> shared (SM 8.0+; plain loads before): n
- * bytes, or zeros when !valid (src is then not read). */
-template <int N>
-__device__ __forceinline__ void copy_async(void *dst, const void *src, bool valid) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    const int bytes = valid ? N : 0;
-    if (N == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-                     "r"(bytes));
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src),
-                     "r"(bytes));
-#else
-    if (N == 16)
-        *reinterpret_cast<uint4 *>(dst) =
-            valid ? __ldg(reinterpret_cast<const uint4 *>(src)) : make_uint4(0u, 0u, 0u, 0u);
-    else
-        *reinterpret_cast<uint2 *>(dst) =
-            valid ? __ldg(reinterpret_cast<const uint2 *>(src)) : make_uint2(0u, 0u);
-#endif
-}
-__device__ __forceinline__ void copy_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-/* Waits for all groups but the newest. */
-__device__ __forceinline__ void copy_wait_all_but_one() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group 1;\n" ::);
-#endif
 }
 
 /* A warp's outputs: each 32 x 8 FP32 tile through shared memory (lane =
@@ -274,7 +243,7 @@ __global__ void __launch_bounds__(512) direct_kernel_persistent(direct_args a) {
             load_window<CM>(a, next, rest / tiles_y, (rest % tiles_y) * nwarps, tx * 32, true);
         }
         copy_commit();
-        copy_wait_all_but_one(); /* this tile's window has landed */
+        fv_k::copy_wait<1>(); /* this tile's window has landed */
         __syncthreads();
         const int tx = t % tiles_x, rest = t / tiles_x;
         compute_tile<CM, NF>(a, cur, sw, stage, sbias, rest / tiles_y, (rest % tiles_y) * nwarps,
