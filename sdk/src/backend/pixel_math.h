@@ -13,9 +13,11 @@
 #include "fovea/ops.h" /* fv_pixel_format */
 
 #ifdef __CUDACC__
-#define FV_HD __host__ __device__
+#define FV_HD          __host__ __device__
+#define FV_FORCEINLINE __forceinline__ /* per-pixel helpers of kernels: never a call */
 #else
 #define FV_HD
+#define FV_FORCEINLINE inline
 #endif
 
 #if defined(__clang__) && !defined(__CUDACC__)
@@ -89,17 +91,17 @@ FV_HD static inline float fv__mean3(float c0, float c1, float c2) {
 #endif
 }
 
-/* The values of pixel x of a row before pack's scale (fv__pack_value):
+/* The values of pixel (x, y) before pack's scale (fv__pack_value):
  * channels 1 (GRAY8 as is; luma from colour: Y for YUV formats,
  * fv__rgb_to_gray otherwise) or 3 (R, G, B; YUV converted by
- * fv__yuv_to_rgb). row: the start of the pixel's row; uv_row: for NV12, the
- * start of UV row y / 2 (unused otherwise). Unknown formats give zeros.
- * The CPU pack reads pixels with it; the CUDA pack (kernels/pack.cu) and the
- * fused filter (kernels/filter_fused.cu) still carry their own copy of the
- * same switch, to be replaced by this once that change is run on a GPU. */
-FV_HD static inline void fv__read_pixel(fv_pixel_format f, const unsigned char *row,
-                                        const unsigned char *uv_row, int x, int channels,
-                                        float v[3]) {
+ * fv__yuv_to_rgb). row: the start of row y; uv, uv_stride: NV12's UV plane
+ * and its bytes per row (unused for other formats, uv may be NULL there).
+ * Unknown formats give zeros (all three values); GRAY8 writes v[0] only.
+ * The one pixel reader of the CPU pack (cpu/cpu_pack.c), the CUDA pack
+ * (cuda/kernels/pack.cu) and the fused filter (cuda/kernels/filter_fused.cu). */
+FV_HD static FV_FORCEINLINE void fv__read_pixel(fv_pixel_format f, const unsigned char *row,
+                                                const unsigned char *uv, size_t uv_stride, int x,
+                                                int y, int channels, float v[3]) {
     float r, g, b, yy, u, w;
     switch (f) {
     case FV_PIXEL_GRAY8:
@@ -125,8 +127,8 @@ FV_HD static inline void fv__read_pixel(fv_pixel_format f, const unsigned char *
         goto yuv;
     }
     case FV_PIXEL_NV12: {
-        const unsigned char *uv = uv_row + (size_t)(x & ~1);
-        yy = row[x], u = uv[0], w = uv[1];
+        const unsigned char *p = uv + (size_t)(y / 2) * uv_stride + (size_t)(x & ~1);
+        yy = row[x], u = p[0], w = p[1];
         goto yuv;
     }
     default:

@@ -30,12 +30,9 @@ fv_status fv__cpu_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst,
     for (int y = 0; y < src->height; y++)
         for (int x = 0; x < src->width; x++) {
             const unsigned char *row = (const unsigned char *)src->data + (size_t)y * src->stride;
-            const unsigned char *uv =
-                src->format == FV_PIXEL_NV12
-                    ? (const unsigned char *)src->uv + (size_t)(y / 2) * src->uv_stride
-                    : NULL;
             float v[3] = {0.0f, 0.0f, 0.0f};
-            fv__read_pixel(src->format, row, uv, x, d->channels, v);
+            fv__read_pixel(src->format, row, (const unsigned char *)src->uv, src->uv_stride, x, y,
+                           d->channels, v);
             const float r = v[0], g = d->channels == 1 ? v[0] : v[1], b = v[2];
             size_t i = ((size_t)y * src->width + (size_t)x) * cs;
             if (d->channels == 1) {

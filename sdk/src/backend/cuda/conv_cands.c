@@ -251,7 +251,7 @@ int fv__conv_gemm_offered(const fv_conv2d *op, const fv__conv_form *f, int *pref
     long sms = op->ctx->info.multiprocessors > 0 ? op->ctx->info.multiprocessors : 1;
     long m = (long)d->n * op->p * op->q, steps = (long)d->r * d->s * ((f->cs + 31) / 32);
     if ((m + 63) / 64 * ((f->kp + 63) / 64) > 2 * sms) return 0;
-    *preferred = (m + 63) / 64 * ((f->kp + 31) / 32) <= sms && steps >= 8;
+    *preferred = (m + 63) / 64 * ((f->kp + 31) / 32) * 2 <= sms && steps >= 64;
     return 1;
 }
 

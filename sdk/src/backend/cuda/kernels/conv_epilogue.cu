@@ -3,69 +3,121 @@
 #include "../cuda_check.h"
 #include "../../activation.h"
 
-static __device__ __forceinline__ float activate(fv_activation act, float alpha, float x) {
-    return fv__act(act, alpha, x);
+namespace {
+
+constexpr int THREADS = 256;
+constexpr int UNROLL = 4; /* 16-byte vectors a thread has in flight */
+
+/* One 16-byte vector: 8 channels c0..c0+7 of a pixel (kp is a multiple of
+ * 8). ACT < 0: only the padding lanes (c >= k) are cleared. */
+template <int ACT>
+__device__ __forceinline__ uint4 apply(uint4 v, int c0, int k, const __half *bias, float alpha) {
+    __half *h = reinterpret_cast<__half *>(&v);
+    __align__(16) __half b[8];
+    if (ACT >= 0 && bias)
+        *reinterpret_cast<uint4 *>(b) = *reinterpret_cast<const uint4 *>(bias + c0);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const int c = c0 + j;
+        if (c >= k) {
+            h[j] = __float2half_rn(0.0f);
+        } else if (ACT >= 0) {
+            float x = __half2float(h[j]);
+            if (bias) x += __half2float(b[j]);
+            h[j] = __float2half_rn(fv__act(ACT, alpha, x));
+        }
+    }
+    return v;
 }
 
-/* One thread per 8 channels of a pixel: kp is a multiple of 8, so each
- * thread moves one 16-byte vector in and out. */
-static __global__ void epilogue_kernel(uint4 *y, size_t vecs, int kp, int k, const __half *bias,
-                                       fv_activation act, float alpha, int pad_only) {
+/* Grid-stride over the vectors, UNROLL loads in flight per thread (the
+ * output of a large convolution is read once: latency, not arithmetic). */
+template <int ACT>
+__global__ void __launch_bounds__(THREADS)
+    epilogue_kernel(uint4 *y, size_t vecs, int kv, int k, const __half *bias, float alpha) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* launched early (programmatic dependent launch): the convolution's
      * output must be complete and visible first; a no-op otherwise */
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= vecs) return;
-    int c0 = (int)((i * 8) % (size_t)kp);
-    if (pad_only && c0 + 8 <= k) return; /* nothing to clear in this vector */
-    uint4 v = y[i];
-    __half *h = reinterpret_cast<__half *>(&v);
+    const size_t stride = (size_t)gridDim.x * THREADS;
+    for (size_t base = (size_t)blockIdx.x * THREADS + threadIdx.x; base < vecs;
+         base += stride * UNROLL) {
+        uint4 v[UNROLL];
 #pragma unroll
-    for (int j = 0; j < 8; j++) {
-        int c = c0 + j;
-        if (c >= k) {
-            h[j] = __float2half_rn(0.0f);
-        } else if (!pad_only) {
-            float x = __half2float(h[j]);
-            if (bias) x += __half2float(bias[c]);
-            h[j] = __float2half_rn(activate(act, alpha, x));
+        for (int u = 0; u < UNROLL; u++) {
+            const size_t i = base + u * stride;
+            if (i < vecs) v[u] = y[i];
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+            const size_t i = base + u * stride;
+            if (i < vecs) {
+                const int c0 = (int)(i % (size_t)kv) * 8;
+                if (ACT < 0 && c0 + 8 <= k) continue; /* nothing to clear */
+                y[i] = apply<ACT>(v[u], c0, k, bias, alpha);
+            }
         }
     }
-    y[i] = v;
 }
+
+typedef void (*kernel_fn)(uint4 *, size_t, int, int, const __half *, float);
+
+kernel_fn pick(fv_activation act, int pad_only) {
+    if (pad_only) return epilogue_kernel<-1>;
+    switch (act) {
+    case FV_ACT_RELU:
+        return epilogue_kernel<FV_ACT_RELU>;
+    case FV_ACT_CLIPPED_RELU:
+        return epilogue_kernel<FV_ACT_CLIPPED_RELU>;
+    case FV_ACT_SIGMOID:
+        return epilogue_kernel<FV_ACT_SIGMOID>;
+    case FV_ACT_TANH:
+        return epilogue_kernel<FV_ACT_TANH>;
+    case FV_ACT_LEAKY_RELU:
+        return epilogue_kernel<FV_ACT_LEAKY_RELU>;
+    default:
+        return epilogue_kernel<FV_ACT_IDENTITY>;
+    }
+}
+
+} // namespace
 
 extern "C" fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t pixels, int kp,
                                             int k, const void *bias, fv_activation act, float alpha,
                                             int early) {
-    FV_REQUIRE(y && kp >= k && k >= 1 && kp % 8 == 0 && ((uintptr_t)y % 16) == 0, FV_ERR_INTERNAL,
-               "conv epilogue: bad arguments (kp=%d k=%d)", kp, k);
+    FV_REQUIRE(y && kp >= k && k >= 1 && kp % 8 == 0 && ((uintptr_t)y % 16) == 0 &&
+                   ((uintptr_t)bias % 16) == 0,
+               FV_ERR_INTERNAL, "conv epilogue: bad arguments (kp=%d k=%d)", kp, k);
     int pad_only = bias == NULL && act == FV_ACT_IDENTITY;
     if (pad_only && kp == k) return FV_OK;
     size_t vecs = pixels * (size_t)kp / 8;
     if (vecs == 0) return FV_OK;
-    unsigned blocks = (unsigned)((vecs + 255) / 256);
+    /* enough blocks for every SM several times over; each thread UNROLL
+     * vectors a pass */
+    size_t want = (vecs + (size_t)THREADS * UNROLL - 1) / ((size_t)THREADS * UNROLL);
+    unsigned blocks = (unsigned)(want < 65535 ? want : 65535);
+    kernel_fn f = pick(act, pad_only);
+    uint4 *yv = static_cast<uint4 *>(y);
+    const __half *bh = static_cast<const __half *>(bias);
 #if CUDART_VERSION >= 12030
     if (early) {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = dim3(blocks);
-        cfg.blockDim = dim3(256);
+        cfg.blockDim = dim3(THREADS);
         cfg.stream = stream;
         cudaLaunchAttribute at[1] = {};
         at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         at[0].val.programmaticStreamSerializationAllowed = 1;
         cfg.attrs = at;
         cfg.numAttrs = 1;
-        FV_CUDA_TRY(cudaLaunchKernelEx(&cfg, epilogue_kernel, (uint4 *)y, vecs, kp, k,
-                                       (const __half *)bias, act, alpha, pad_only));
+        FV_CUDA_TRY(cudaLaunchKernelEx(&cfg, f, yv, vecs, kp / 8, k, bh, alpha));
         return FV_OK;
     }
 #else
     (void)early;
 #endif
-    epilogue_kernel<<<blocks, 256, 0, stream>>>((uint4 *)y, vecs, kp, k, (const __half *)bias, act,
-                                                alpha, pad_only);
+    f<<<blocks, THREADS, 0, stream>>>(yv, vecs, kp / 8, k, bh, alpha);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }

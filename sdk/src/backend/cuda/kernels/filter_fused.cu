@@ -25,6 +25,7 @@ extern "C" { /* a C header without its own guard: fv__cuda_bind has C linkage */
 #include "../cuda_internal.h"
 }
 #include "../../edge_math.h"
+#include "../../pixel_math.h"
 
 using namespace nvcuda;
 
@@ -36,55 +37,6 @@ const int SCRATCH = 16 * KC * 2; /* bytes per warp: A chunk (16 x KC FP16) or C 
 static_assert(SCRATCH >= 16 * FV__FUSED_N * 4, "scratch holds the accumulator tile");
 const size_t SMEM_LIMIT = 48 * 1024; /* no opt-in attribute: launch stays a plain launch */
 } // namespace
-
-/* The pixel's values (channels a.in_c) before pack's scale: as pack.cu. */
-static __device__ __forceinline__ void read_pixel(const fv__cuda_filter_args &a, int x, int y,
-                                                  float v[3]) {
-    const unsigned char *row = a.in + (size_t)y * a.in_stride;
-    float r, g, b, yy, u, w;
-    switch (a.in_format) {
-    case FV_PIXEL_GRAY8:
-        v[0] = row[x];
-        return;
-    case FV_PIXEL_RGB24:
-        r = row[3 * x], g = row[3 * x + 1], b = row[3 * x + 2];
-        break;
-    case FV_PIXEL_BGR24:
-        b = row[3 * x], g = row[3 * x + 1], r = row[3 * x + 2];
-        break;
-    case FV_PIXEL_RGBA32:
-        r = row[4 * x], g = row[4 * x + 1], b = row[4 * x + 2];
-        break;
-    case FV_PIXEL_YUYV: {
-        const unsigned char *pair = row + (size_t)(x & ~1) * 2; /* Y0 U Y1 V */
-        yy = pair[(x & 1) * 2], u = pair[1], w = pair[3];
-        goto yuv;
-    }
-    case FV_PIXEL_UYVY: {
-        const unsigned char *pair = row + (size_t)(x & ~1) * 2; /* U Y0 V Y1 */
-        yy = pair[1 + (x & 1) * 2], u = pair[0], w = pair[2];
-        goto yuv;
-    }
-    case FV_PIXEL_NV12: {
-        const unsigned char *uv = a.uv + (size_t)(y / 2) * a.uv_stride + (size_t)(x & ~1);
-        yy = row[x], u = uv[0], w = uv[1];
-        goto yuv;
-    }
-    default:
-        v[0] = v[1] = v[2] = 0.0f;
-        return;
-    }
-    if (a.in_c == 1)
-        v[0] = fv__rgb_to_gray(r, g, b);
-    else
-        v[0] = r, v[1] = g, v[2] = b;
-    return;
-yuv:
-    if (a.in_c == 1)
-        v[0] = yy;
-    else
-        fv__yuv_to_rgb(yy, u, w, &v[0], &v[1], &v[2]);
-}
 
 /* Edge step and unpack of one pixel: g, the conv outputs; px, its input
  * values (FP16, in_c channels) for the overlay. */
@@ -153,8 +105,10 @@ static __global__ void __launch_bounds__(THREADS) filter_fused_kernel(fv__cuda_f
     for (int i = tid; i < tile_h * tile_w; i += THREADS) {
         const int row = i / tile_w, col = i - row * tile_w;
         const int gy = y0 - pr + row, gx = x0 - ps + col;
-        float v[3] = {0.0f, 0.0f, 0.0f};
-        if (gy >= 0 && gy < a.height && gx >= 0 && gx < a.width) read_pixel(a, gx, gy, v);
+        float v[3] = {0.0f, 0.0f, 0.0f}; /* the pixel's values before pack's scale, as pack.cu */
+        if (gy >= 0 && gy < a.height && gx >= 0 && gx < a.width)
+            fv__read_pixel(a.in_format, a.in + (size_t)gy * a.in_stride, a.uv, a.uv_stride, gx, gy,
+                           a.in_c, v);
         __half *t = tile + (size_t)i * C;
 #pragma unroll
         for (int c = 0; c < 3; c++)

@@ -10,50 +10,7 @@ using namespace fv_k;
 /* The pixel's values before scale and bias: channels 1 or 3. */
 static __device__ __forceinline__ void read_pixel(const fv__cuda_pack_args &a, int x, int y,
                                                   float v[3]) {
-    const unsigned char *row = a.data + (size_t)y * a.stride;
-    float r, g, b, yy, u, w;
-    switch (a.format) {
-    case FV_PIXEL_GRAY8:
-        v[0] = row[x];
-        return;
-    case FV_PIXEL_RGB24:
-        r = row[3 * x], g = row[3 * x + 1], b = row[3 * x + 2];
-        break;
-    case FV_PIXEL_BGR24:
-        b = row[3 * x], g = row[3 * x + 1], r = row[3 * x + 2];
-        break;
-    case FV_PIXEL_RGBA32:
-        r = row[4 * x], g = row[4 * x + 1], b = row[4 * x + 2];
-        break;
-    case FV_PIXEL_YUYV: {
-        const unsigned char *pair = row + (size_t)(x & ~1) * 2; /* Y0 U Y1 V */
-        yy = pair[(x & 1) * 2], u = pair[1], w = pair[3];
-        goto yuv;
-    }
-    case FV_PIXEL_UYVY: {
-        const unsigned char *pair = row + (size_t)(x & ~1) * 2; /* U Y0 V Y1 */
-        yy = pair[1 + (x & 1) * 2], u = pair[0], w = pair[2];
-        goto yuv;
-    }
-    case FV_PIXEL_NV12: {
-        const unsigned char *uv = a.uv + (size_t)(y / 2) * a.uv_stride + (size_t)(x & ~1);
-        yy = row[x], u = uv[0], w = uv[1];
-        goto yuv;
-    }
-    default:
-        v[0] = v[1] = v[2] = 0.0f;
-        return;
-    }
-    if (a.channels == 1)
-        v[0] = fv__rgb_to_gray(r, g, b);
-    else
-        v[0] = r, v[1] = g, v[2] = b;
-    return;
-yuv:
-    if (a.channels == 1)
-        v[0] = yy;
-    else
-        fv__yuv_to_rgb(yy, u, w, &v[0], &v[1], &v[2]);
+    fv__read_pixel(a.format, a.data + (size_t)y * a.stride, a.uv, a.uv_stride, x, y, a.channels, v);
 }
 
 template <typename T> static __global__ void pack_kernel(fv__cuda_pack_args a, T *out) {
