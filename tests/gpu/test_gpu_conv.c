@@ -184,6 +184,12 @@ static void direct_kernel_matches_cpu_reference(void **state) {
         {1, 64, 64, 2, 16, 3, 3, 2, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0.5f, 1, DT},
         {2, 30, 50, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, D},
         {1, 31, 45, 3, 5, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, D}, /* K padded */
+        /* pairs: S 1, 2, 4, 7 (steps of 1, 1, 2, 3), stride 3, one row */
+        {1, 17, 66, 1, 8, 1, 1, 1, 0, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {1, 17, 66, 2, 16, 2, 2, 1, 0, 1, 1, FV_ACT_TANH, 0, 1, D},
+        {2, 21, 40, 4, 24, 4, 4, 1, 2, 1, 1, FV_ACT_IDENTITY, 0, 1, D},
+        {1, 25, 70, 3, 32, 7, 7, 3, 3, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {1, 1, 90, 3, 8, 1, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.2f, 1, D},
         {1, 37, 41, 16, 24, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 1, DT},
         {1, 29, 35, 32, 64, 3, 3, 2, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, D},
         {1, 29, 35, 27, 40, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, DT},  /* C 27 -> reads 32 */
@@ -196,6 +202,13 @@ static void direct_kernel_matches_cpu_reference(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double e = run_case(&cases[i], 1);
         if (!(e <= 2e-3)) fail_msg("direct case %zu: relative L2 error %.3e > 2e-3", i, e);
+        /* C <= 4 reads 4 channels a pixel first: in pairs of pixels with an
+         * odd horizontal stride */
+        const conv_case *cc = &cases[i];
+        if (cc->flags == D && cc->c <= 4) {
+            assert_non_null(strstr(last_info.layout, "read as 4"));
+            assert_true(!strstr(last_info.layout, "in pairs") == !(cc->stride % 2));
+        }
     }
 }
 

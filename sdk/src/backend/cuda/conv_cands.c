@@ -117,6 +117,7 @@ static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form
                                   .w = d->w,
                                   .cs = f->cs,
                                   .cm = f->cd,
+                                  .pair = f->pair,
                                   .p = op->p,
                                   .q = op->q,
                                   .kp = f->kp,

@@ -79,7 +79,7 @@ static int add_form(fv__conv_form *out, int n, int groups, int wc, int kp, int c
                     const char *what) {
     for (int i = 0; i < n; i++)
         if (!out[i].kr && out[i].groups == groups && out[i].cd == cd && out[i].wc == wc) return n;
-    out[n] = (fv__conv_form){groups, wc, kp, cs, cd, 0, ""};
+    out[n] = (fv__conv_form){groups, wc, kp, cs, cd, 0, 0, ""};
     if (cd == cs)
         snprintf(out[n].name, sizeof out[n].name, "%s, C padded to %d, K to %d", what, cs, kp);
     else
@@ -88,29 +88,32 @@ static int add_form(fv__conv_form *out, int n, int groups, int wc, int kp, int c
     return n + 1;
 }
 
-/* fovea's direct kernel reading cm of the cp stored channels. */
-static int add_direct_form(const fv_conv2d *op, fv__conv_form *out, int n, int cm) {
+/* fovea's direct kernel reading cm of the cp stored channels (pair: 4 in
+ * pairs of pixels). */
+static int add_direct_form(const fv_conv2d *op, fv__conv_form *out, int n, int cm, int pair) {
     const fv_conv2d_desc *d = &op->desc;
     int cp = FV_ROUND_UP(d->c, 8), kp = FV_ROUND_UP(d->k, 8);
     if (cm > cp || kp > 64) return n;
-    out[n] = (fv__conv_form){1, cm, kp, cp, cm, FV_ROUND_UP(d->s * cm, 16), ""};
-    snprintf(out[n].name, sizeof out[n].name, "direct, C stored as %d, read as %d, K %d", cp, cm,
-             kp);
+    int kr = pair ? 16 * (d->s / 2 > 1 ? d->s / 2 : 1) : FV_ROUND_UP(d->s * cm, 16);
+    out[n] = (fv__conv_form){1, cm, kp, cp, cm, kr, pair, ""};
+    snprintf(out[n].name, sizeof out[n].name, "direct, C stored as %d, read as %d%s, K %d", cp, cm,
+             pair ? " in pairs" : "", kp);
     return n + 1;
 }
 
-/* The direct kernel's forms: it reads 4, 8, 16 or 32 channels a pixel (4
- * needs an even horizontal stride), all of the op's. None when the op is
- * outside its range (C > 32 among others: reading the first 32 channels
- * would compute another convolution). */
+/* The direct kernel's forms: it reads 4, 8, 16 or 32 channels a pixel, all
+ * of the op's; 4 (C <= 4) as they are with an even horizontal stride, else
+ * in pairs of pixels. None when the op is outside its range (C > 32 among
+ * others: reading the first 32 channels would compute another
+ * convolution). */
 static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
     const fv_conv2d_desc *d = &op->desc;
     if (d->groups != 1 || d->dilation_h != 1 || d->dilation_w != 1 || d->dtype != FV_DTYPE_F16 ||
         d->c > 32)
         return n;
-    if (d->c <= 4 && d->stride_w % 2 == 0) n = add_direct_form(op, out, n, 4);
+    if (d->c <= 4) n = add_direct_form(op, out, n, 4, d->stride_w % 2 != 0);
     int cm = d->c <= 8 ? 8 : d->c <= 16 ? 16 : 32;
-    return add_direct_form(op, out, n, cm);
+    return add_direct_form(op, out, n, cm, 0);
 }
 
 /* The heuristic for the direct kernel without timing, from the H100
@@ -167,7 +170,7 @@ static size_t weight_index(const fv__conv_form *f, int rows, size_t row, int k, 
 
 /* KCRS FP32 -> FP16 [kp][r][s][wc] for form f (zero outside the op's groups
  * and in the padding); the direct kernel's forms: [r][kp / 8][kr][8]
- * (kernels/conv_direct.cuh). */
+ * (kernels/conv_direct.cuh; in pairs, tap s at fv__conv_direct_pair_pos). */
 static void pack_weights(const fv_conv2d *op, const fv__conv_form *f, const float *w,
                          fv_half *out) {
     const fv_conv2d_desc *d = &op->desc;
@@ -180,7 +183,9 @@ static void pack_weights(const fv_conv2d *op, const fv__conv_form *f, const floa
             int col = f->groups == 1 ? g * cg + c : f->wc == 1 ? 0 : c;
             for (int r = 0; r < d->r; r++)
                 for (int s = 0; s < d->s; s++)
-                    out[weight_index(f, d->r, row, k, r, (size_t)s * f->wc + col)] =
+                    out[weight_index(f, d->r, row, k, r,
+                                     f->pair ? (size_t)fv__conv_direct_pair_pos(s, col)
+                                             : (size_t)s * f->wc + col)] =
                         fv_f32_to_f16(w[(((size_t)k * cg + c) * d->r + r) * d->s + s]);
         }
     }
@@ -493,7 +498,7 @@ void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out) {
     snprintf(out->path, sizeof out->path, "%s", fv__engine_path_name(st->c.path));
     snprintf(out->engine, sizeof out->engine, "%s", st->c.engine);
     snprintf(out->choice, sizeof out->choice, "%.63s", st->c.how);
-    snprintf(out->layout, sizeof out->layout, "%s", st->c.f.name);
+    snprintf(out->layout, sizeof out->layout, "%.63s", st->c.f.name);
     out->tensor_cores = st->c.tensor_cores;
     out->fused = st->c.path == FV__PATH_GRAPH || st->c.path == FV__PATH_DIRECT ||
                  st->c.path == FV__PATH_LEGACY_FUSED || st->c.path == FV__PATH_GEMM;

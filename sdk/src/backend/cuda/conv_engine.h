@@ -21,7 +21,8 @@ typedef struct fv__conv_form {
                    fovea's direct kernel: the channels it reads */
     int kr;     /* direct kernel: weights per (k, filter row), S * cd rounded up to
                    16 (zero past S * cd); 0 for cuDNN's forms (S * wc) */
-    char name[64];
+    int pair;   /* direct kernel: 4 channels in pairs of pixels (conv_direct.cuh) */
+    char name[96];
 } fv__conv_form;
 
 /* One runnable way to do the op: a finalized graph plan, a legacy algo (with

@@ -34,6 +34,11 @@ struct direct_args {
  * rows, as wmma loads need). */
 void window_of(const fv__conv_direct_geom *g, int *rows, int *cols, int *stride) {
     *rows = (g->th - 1) * g->sh + g->r;
+    if (g->pair) { /* entries of 8 halves; the last pixel's last step reads entry +1 */
+        *cols = 31 * g->sw + 2 * (g->kr / 16);
+        *stride = (*cols * 8 + 15) / 16 * 16;
+        return;
+    }
     /* the last pixel's last 16-wide step reads up to kr halves past its start */
     *cols = 31 * g->sw + (g->kr + g->cm - 1) / g->cm;
     *stride = (*cols * g->cm + 15) / 16 * 16;
@@ -98,12 +103,33 @@ epilogue(const direct_args &a, wmma::fragment<wmma::accumulator, 32, 8, 16, floa
  * each pixel, 0 outside the image; a warp a row, lanes along it. async:
  * cp.async (the persistent blocks' prefetch); else plain loads, which
  * measured faster for a block a tile (0.091 vs 0.116 ms on 2048x2048x8->8). */
-template <int CM>
+template <int CM, bool PAIR>
 __device__ __forceinline__ void load_window(const direct_args &a, __half *win, int n, int oy0,
                                             int ox0, bool async) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
     const int iy0 = oy0 * a.sh - a.ph, ix0 = ox0 * a.sw - a.pw;
     const __half *xn = a.x + (size_t)n * a.h * a.w_in * a.cs;
+    if (PAIR) { /* entry e: 4 channels of pixel e, then of pixel e + 1 */
+        for (int ry = warp; ry < a.rows_in; ry += nwarps) {
+            const int iy = iy0 + ry;
+            const bool row_in = iy >= 0 && iy < a.h;
+            const __half *src = xn + (size_t)(row_in ? iy : 0) * a.w_in * a.cs;
+            __half *dst = win + ry * a.row_stride;
+            for (int e = lane; e < a.cols_in * 2; e += 32) {
+                const int ix = ix0 + (e >> 1) + (e & 1);
+                const bool in = row_in && ix >= 0 && ix < a.w_in;
+                const __half *from = in ? src + (size_t)ix * a.cs : a.x;
+                if (async) {
+                    copy_async<8>(dst + e * 4, from, in);
+                } else {
+                    uint2 v = make_uint2(0u, 0u);
+                    if (in) v = __ldg(reinterpret_cast<const uint2 *>(from));
+                    *reinterpret_cast<uint2 *>(dst + e * 4) = v;
+                }
+            }
+        }
+        return;
+    }
     constexpr int U = CM >= 8 ? CM / 8 : 1; /* 16-byte vectors per pixel (8 bytes for 4) */
     const int per_row = a.cols_in * U;
     for (int ry = warp; ry < a.rows_in; ry += nwarps) {
@@ -137,7 +163,7 @@ __device__ __forceinline__ void load_window(const direct_args &a, __half *win, i
 /* One tile: the MMAs over the window sx (this warp's output row) and the
  * epilogue with the activation as a compile-time constant (a switch per
  * element cost ~25% of the kernel's instructions). */
-template <int CM, int NF>
+template <int CM, int NF, bool PAIR>
 __device__ __forceinline__ void compute_tile(const direct_args &a, const __half *sx,
                                              const __half *sw, float *stage, const __half *sbias,
                                              int n, int oy0, int ox0) {
@@ -146,7 +172,8 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
 #pragma unroll
     for (int j = 0; j < NF; j++)
         wmma::fill_fragment(acc[j], 0.0f);
-    const int lda = CM * a.sw; /* halves between neighbouring output pixels */
+    /* halves between neighbouring output pixels (pairs: 8-half entries) */
+    const int lda = (PAIR ? 8 : CM) * a.sw;
     const __half *arow = sx + (size_t)warp * a.sh * a.row_stride;
     for (int r = 0; r < a.r; r++) {
         const __half *ap = arow + (size_t)r * a.row_stride;
@@ -201,7 +228,8 @@ __device__ __forceinline__ void load_weights(const direct_args &a, __half *sw, _
 /* A block a tile: the window with plain loads, then the MMAs (measured
  * faster than the persistent kernel on large outputs: 0.091 vs 0.116 ms on
  * 2048x2048x8->8). Shared memory: window, weights, stage, bias. */
-template <int CM, int NF> __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
+template <int CM, int NF, bool PAIR>
+__global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
     __half *sx = reinterpret_cast<__half *>(smem);
     __half *sw = sx + (size_t)a.rows_in * a.row_stride;
@@ -209,16 +237,16 @@ template <int CM, int NF> __global__ void __launch_bounds__(512) direct_kernel(d
     __half *sbias = reinterpret_cast<__half *>(stage + (blockDim.x >> 5) * 32 * STAGE_LD);
     const int n = blockIdx.z, ox0 = blockIdx.x * 32, oy0 = blockIdx.y * (blockDim.x >> 5);
     load_weights<NF>(a, sw, sbias);
-    load_window<CM>(a, sx, n, oy0, ox0, false);
+    load_window<CM, PAIR>(a, sx, n, oy0, ox0, false);
     __syncthreads();
-    compute_tile<CM, NF>(a, sx, sw, stage, sbias, n, oy0, ox0);
+    compute_tile<CM, NF, PAIR>(a, sx, sw, stage, sbias, n, oy0, ox0);
 }
 
 /* Persistent blocks (as many as fit at once): each loads the weights once,
  * then walks tiles (th output rows x 32 columns) gridDim.x apart, loading
  * the next tile's window (asynchronously on SM 8.0+) while it computes this
  * one. Shared memory: weights, stage, bias (128 bytes), two windows. */
-template <int CM, int NF>
+template <int CM, int NF, bool PAIR>
 __global__ void __launch_bounds__(512) direct_kernel_persistent(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int nwarps = blockDim.x >> 5;
@@ -232,7 +260,7 @@ __global__ void __launch_bounds__(512) direct_kernel_persistent(direct_args a) {
     int t = blockIdx.x;
     if (t < total) {
         const int tx = t % tiles_x, rest = t / tiles_x;
-        load_window<CM>(a, win0, rest / tiles_y, (rest % tiles_y) * nwarps, tx * 32, true);
+        load_window<CM, PAIR>(a, win0, rest / tiles_y, (rest % tiles_y) * nwarps, tx * 32, true);
     }
     copy_commit();
     for (int i = 0; t < total; t += gridDim.x, i++) {
@@ -240,48 +268,50 @@ __global__ void __launch_bounds__(512) direct_kernel_persistent(direct_args a) {
         const int tn = t + gridDim.x;
         if (tn < total) {
             const int tx = tn % tiles_x, rest = tn / tiles_x;
-            load_window<CM>(a, next, rest / tiles_y, (rest % tiles_y) * nwarps, tx * 32, true);
+            load_window<CM, PAIR>(a, next, rest / tiles_y, (rest % tiles_y) * nwarps, tx * 32,
+                                  true);
         }
         copy_commit();
         fv_k::copy_wait<1>(); /* this tile's window has landed */
         __syncthreads();
         const int tx = t % tiles_x, rest = t / tiles_x;
-        compute_tile<CM, NF>(a, cur, sw, stage, sbias, rest / tiles_y, (rest % tiles_y) * nwarps,
-                             tx * 32);
+        compute_tile<CM, NF, PAIR>(a, cur, sw, stage, sbias, rest / tiles_y,
+                                   (rest % tiles_y) * nwarps, tx * 32);
         __syncthreads(); /* everyone is done with cur before it is refilled */
     }
 }
 
 typedef void (*kernel_fn)(direct_args);
 
-template <int CM, int NF> kernel_fn kernel_of(int persistent) {
-    return persistent ? direct_kernel_persistent<CM, NF> : direct_kernel<CM, NF>;
+template <int CM, int NF, bool PAIR> kernel_fn kernel_of(int persistent) {
+    return persistent ? direct_kernel_persistent<CM, NF, PAIR> : direct_kernel<CM, NF, PAIR>;
 }
 
-template <int CM> kernel_fn pick_nf(int nf, int persistent) {
+template <int CM, bool PAIR = false> kernel_fn pick_nf(int nf, int persistent) {
     switch (nf) {
     case 1:
-        return kernel_of<CM, 1>(persistent);
+        return kernel_of<CM, 1, PAIR>(persistent);
     case 2:
-        return kernel_of<CM, 2>(persistent);
+        return kernel_of<CM, 2, PAIR>(persistent);
     case 3:
-        return kernel_of<CM, 3>(persistent);
+        return kernel_of<CM, 3, PAIR>(persistent);
     case 4:
-        return kernel_of<CM, 4>(persistent);
+        return kernel_of<CM, 4, PAIR>(persistent);
     case 5:
-        return kernel_of<CM, 5>(persistent);
+        return kernel_of<CM, 5, PAIR>(persistent);
     case 6:
-        return kernel_of<CM, 6>(persistent);
+        return kernel_of<CM, 6, PAIR>(persistent);
     case 7:
-        return kernel_of<CM, 7>(persistent);
+        return kernel_of<CM, 7, PAIR>(persistent);
     case 8:
-        return kernel_of<CM, 8>(persistent);
+        return kernel_of<CM, 8, PAIR>(persistent);
     default:
         return nullptr;
     }
 }
 
 kernel_fn pick(const fv__conv_direct_geom *g) {
+    if (g->pair) return g->cm == 4 ? pick_nf<4, true>(g->kp / 8, g->persistent) : nullptr;
     switch (g->cm) {
     case 4:
         return pick_nf<4>(g->kp / 8, g->persistent);
@@ -309,17 +339,21 @@ extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t
         snprintf(why, why_n, "K stored as %d (needs 8..64)", g->kp);
         return 0;
     }
-    if ((g->cm * g->sw) % 8) {
+    if (g->pair && g->cm != 4) {
+        snprintf(why, why_n, "pairs of pixels read 4 channels, not %d", g->cm);
+        return 0;
+    }
+    if (!g->pair && (g->cm * g->sw) % 8) {
         snprintf(why, why_n, "stride %d x %d channels read is not a multiple of 8", g->sw, g->cm);
         return 0;
     }
-    if (!(g->th == 4 || g->th == 8 || g->th == 16) || (g->persistent & ~1) || g->r < 1 ||
-        g->s < 1 || g->sh < 1 || g->sw < 1 || g->n < 1 || g->p < 1 || g->q < 1 || g->n > 65535 ||
-        (g->p + g->th - 1) / g->th > 65535) {
+    if (!(g->th == 4 || g->th == 8 || g->th == 16) || (g->persistent & ~1) || (g->pair & ~1) ||
+        g->r < 1 || g->s < 1 || g->sh < 1 || g->sw < 1 || g->n < 1 || g->p < 1 || g->q < 1 ||
+        g->n > 65535 || (g->p + g->th - 1) / g->th > 65535) {
         snprintf(why, why_n, "geometry out of range");
         return 0;
     }
-    g->kr = (g->s * g->cm + 15) / 16 * 16;
+    g->kr = g->pair ? 16 * (g->s / 2 > 1 ? g->s / 2 : 1) : (g->s * g->cm + 15) / 16 * 16;
     size_t need = smem_of(g);
     int optin = 0;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=

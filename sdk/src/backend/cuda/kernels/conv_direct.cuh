@@ -13,7 +13,15 @@
  * zero. That overrun reads the pixel right of the window (or a zero column
  * at the edge) times a zero weight: finite inputs give exact results, but a
  * NaN or Inf there would reach the output pixel beside it (cuDNN's engines
- * keep it to the pixels whose window holds it). */
+ * keep it to the pixels whose window holds it).
+ *
+ * Pairs (`pair`, with cm 4): each 16-byte entry of the window holds the 4
+ * channels of pixel x and of pixel x + 1, so a 16-wide step at entry 2j
+ * reads pixels 2j, 2j+1, 2j+1, 2j+2: three taps a step (the repeated
+ * pixel's second copy gets weight 0, and so does pixel 2j when the step
+ * before took it), floor(S / 2) steps a filter row (at least 1) where 8
+ * channels a pixel take ceil(S / 2): one step instead of two for 3x3 on
+ * C <= 4. Any stride (entries are 16 bytes: wmma's row alignment holds). */
 #ifndef FOVEA_KERNELS_CONV_DIRECT_CUH
 #define FOVEA_KERNELS_CONV_DIRECT_CUH
 
@@ -28,10 +36,12 @@ typedef struct fv__conv_direct_geom {
     int n, h, w; /* input */
     int cs;      /* input channels as stored (elements between pixels) */
     int cm;      /* channels read per pixel: 4, 8, 16 or 32, <= cs */
+    int pair;    /* 1: cm 4 in pairs of pixels (above) */
     int p, q;    /* output */
     int kp, k;   /* output channels stored (multiple of 8, <= 64), real */
     int r, s, sh, sw, ph, pw;
-    int kr;         /* reduction per filter row: s * cm rounded up to 16 */
+    int kr;         /* reduction per filter row: s * cm rounded up to 16;
+                       pairs: 16 * max(1, s / 2) */
     int th;         /* output rows (warps) per block: 4, 8 or 16 */
     int persistent; /* 1: as many blocks as fit at once, each walking tiles and
                        loading the next tile's window while it computes one
@@ -50,13 +60,22 @@ int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t *smem, cha
 fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g);
 
 /* y = act(conv(x, w) + bias) on stream. w: FP16 [r][kp / 8][kr][8], element
- * (r, k / 8, s * cm + c, k % 8) = W[k][c][r][s], zero elsewhere (row-major
+ * (r, k / 8, s * cm + c, k % 8) = W[k][c][r][s] (pairs: position
+ * fv__conv_direct_pair_pos(s, c) instead of s * cm + c), zero elsewhere (row-major
  * 16 x 8 B tiles with 16-byte rows: conflict-free shared-memory reads); bias: kp FP16 values
  * or NULL. Output lanes k..kp-1 are written 0. No allocation, no
  * synchronization (capturable). */
 fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x,
                               void *y, const void *w, const void *bias, fv_activation act,
                               float alpha);
+
+/* Pairs: where tap s, channel c (< 4) goes in a filter row's kr positions:
+ * tap 0 first in step 0; odd taps 2j+1 the second pixel of step j's first
+ * entry; even taps 2j+2 the second pixel of its second entry. */
+static inline int fv__conv_direct_pair_pos(int s, int c) {
+    if (s == 0) return c;
+    return s % 2 ? 16 * ((s - 1) / 2) + 4 + c : 16 * ((s - 2) / 2) + 12 + c;
+}
 
 #ifdef __cplusplus
 }
