@@ -36,58 +36,24 @@ Exit status: 0 when everything ran and was checked (targets may be missed),
 1 when a run or a check failed, 2 on usage errors.
 """
 import argparse
-import glob
 import json
 import math
 import os
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_common import median, require_bench, run_child, write_json  # noqa: E402
 
 TOL = 2e-3
 TARGETS = {"auto_vs_torch_each": 1.00, "auto_vs_torch_geomean": 0.95, "fused_vs_bare": 1.05,
            "heur_vs_auto_geomean": 1.2, "profile_first_vs_100th": 1.10}
 
 
-def find_bench(given):
-    if given:
-        return given
-    if os.environ.get("FOVEA_BENCH"):
-        return os.environ["FOVEA_BENCH"]
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    found = glob.glob(os.path.join(root, "build*", "apps", "bench", "fovea-bench"))
-    if found:
-        return max(found, key=os.path.getmtime)
-    return shutil.which("fovea-bench")
-
-
-def run_child(cmd):
-    """Runs cmd, its output passed through; a SIGTERM to us (timeout) ends it too."""
-    print("$ " + " ".join(cmd), flush=True)
-    child = subprocess.Popen(cmd)
-
-    def stop(signum, frame):
-        child.terminate()
-        sys.exit(128 + signum)
-    old = signal.signal(signal.SIGTERM, stop)
-    try:
-        return child.wait()
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def geomean(xs):
     xs = [x for x in xs if x is not None and x > 0 and math.isfinite(x)]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
-
-
-def median(xs):
-    xs = sorted(xs)
-    m = len(xs) // 2
-    return xs[m] if len(xs) % 2 else 0.5 * (xs[m - 1] + xs[m])
 
 
 def mapped_cudnn():
@@ -453,10 +419,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="fv-conv-")
     fj = args.fovea_json or os.path.join(tmp, "fovea.json")
     if not args.reuse:
-        bench = find_bench(args.bench)
-        if not bench or not os.access(bench, os.X_OK):
-            print("conv_vs_pytorch: fovea-bench not found (build it, or pass --bench)",
-                  file=sys.stderr)
+        bench = require_bench(args.bench, "conv_vs_pytorch")
+        if not bench:
             return 2
         cmd = [bench, "conv", "--iters", str(args.iters), "--warmup", str(args.warmup),
                "--shapes", args.shapes, "--cache", args.cache, "--workspace-mb",
@@ -511,13 +475,10 @@ def main():
            "informational": info,
            "rows": rows, "pytorch_results": torch_res, "fovea": fovea, "profile_fresh": fresh}
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
-            f.write("\n")
+        write_json(args.json, out, 1)
         print(f"\nwrote {args.json}")
     if args.png:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import plot_ratios
+        import plot_ratios  # this folder is on sys.path
         how = plot_ratios.plot(out, args.png)
         print(f"wrote {args.png} ({how})")
     bad = any(not s["ok"] for s in fovea["shapes"]) or any(

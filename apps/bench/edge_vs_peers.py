@@ -57,55 +57,21 @@ missed), 1 when a run or a check failed (or fovea's allocation check
 failed), 2 on usage errors (including a missing torch or cv2).
 """
 import argparse
-import glob
 import json
 import math
 import os
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_common import median, require_bench, run_child, write_json  # noqa: E402
 
 LAP = [[1.0, 1.0, 1.0], [1.0, -8.0, 1.0], [1.0, 1.0, 1.0]]
 NSRC = 4
 TARGETS = {"e2e_vs_torch_1080p_rgb": 3.0, "floor_over_e2e": 1.5, "gpu_ms_1080p": 0.10,
            "e2e_fps_4k_rgb": 1000.0}
 ISSUE_TORCH = {"e2e_fps_1080p": 1704.0, "gpu_ms_1080p": 0.345}
-
-
-def find_bench(given):
-    if given:
-        return given
-    if os.environ.get("FOVEA_BENCH"):
-        return os.environ["FOVEA_BENCH"]
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    found = glob.glob(os.path.join(root, "build*", "apps", "bench", "fovea-bench"))
-    if found:
-        return max(found, key=os.path.getmtime)
-    return shutil.which("fovea-bench")
-
-
-def run_child(cmd):
-    """Runs cmd, its output passed through; a SIGTERM to us (timeout) ends it too."""
-    print("$ " + " ".join(cmd), flush=True)
-    child = subprocess.Popen(cmd)
-
-    def stop(signum, frame):
-        child.terminate()
-        sys.exit(128 + signum)
-    old = signal.signal(signal.SIGTERM, stop)
-    try:
-        return child.wait()
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
-def median(xs):
-    xs = sorted(xs)
-    m = len(xs) // 2
-    return xs[m] if len(xs) % 2 else 0.5 * (xs[m - 1] + xs[m])
 
 
 def agreement(np, got, want):
@@ -358,9 +324,8 @@ def main():
     if args.peer_frames < 1 or args.peer_runs < 1 or args.cv_iters < 1:
         ap.error("--peer-frames, --peer-runs and --cv-iters must be >= 1")
 
-    bench = find_bench(args.bench)
-    if not bench or not os.access(bench, os.X_OK):
-        print("edge_vs_peers: fovea-bench not found (build it, or pass --bench)", file=sys.stderr)
+    bench = require_bench(args.bench, "edge_vs_peers")
+    if not bench:
         return 2
     try:
         import numpy as np
@@ -524,9 +489,7 @@ def main():
                "peer_frames": args.peer_frames, "peer_runs": args.peer_runs,
                "cv_iters": args.cv_iters, "issue_torch_h100": ISSUE_TORCH,
                "targets": targets, "rows": out_rows, "failed": failed, "fovea": fovea}
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
-            f.write("\n")
+        write_json(args.json, out, 2)
     return 1 if failed else 0
 
 

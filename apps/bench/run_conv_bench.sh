@@ -32,41 +32,10 @@ cache=${FV_CONV_CACHE:-flush}
 profile_repeats=${FV_CONV_PROFILE_REPEATS:-5}
 export PYTHONUNBUFFERED=1
 
-step() { printf '\n==== %s (%s, %d s in)\n' "$1" "$(date +%T)" "$SECONDS"; }
-
-# Where PyTorch's libcudnn lives: the file PyTorch maps after a convolution,
-# else the nvidia.cudnn package. Prints the root (the folder above lib/).
-torch_cudnn_root() {
-  "$py" - <<'EOF'
-import os, sys
-root = None
-try:
-    import torch
-    if torch.cuda.is_available():
-        x = torch.randn(1, 8, 16, 16, device="cuda", dtype=torch.half)
-        w = torch.randn(8, 8, 3, 3, device="cuda", dtype=torch.half)
-        torch.nn.functional.conv2d(x, w, padding=1)
-        torch.cuda.synchronize()
-        for line in open("/proc/self/maps"):
-            p = line[line.find("/"):].strip() if "/" in line else ""
-            if os.path.basename(p).startswith("libcudnn.so"):
-                root = os.path.dirname(os.path.dirname(os.path.realpath(p)))
-                break
-    print(f"PyTorch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, maps: {root}",
-          file=sys.stderr)
-except Exception as e:
-    print(f"torch probe failed: {e}", file=sys.stderr)
-if root is None:
-    try:
-        import nvidia.cudnn as m
-        f = getattr(m, "__file__", None)
-        root = os.path.dirname(f) if f else list(m.__path__)[0]
-        print(f"nvidia.cudnn package: {root}", file=sys.stderr)
-    except Exception as e:
-        print(f"no nvidia.cudnn package: {e}", file=sys.stderr)
-print(root or "")
-EOF
-}
+# step, torch_cudnn_root, bench_torch_cudnn, bench_deps, bench_configure,
+# bench_build, bench_use_cudnn
+# shellcheck source=apps/bench/bench_env.sh
+source "$root/apps/bench/bench_env.sh" || exit 1
 
 main() {
   cd "$root" || return 1
@@ -80,53 +49,15 @@ main() {
 "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())'
 
   step "PyTorch's cuDNN"
-  local cudnn_root cmake_cudnn=()
-  cudnn_root=$(torch_cudnn_root)
-  if [ -z "$cudnn_root" ] || ! compgen -G "$cudnn_root/lib/libcudnn.so*" >/dev/null; then
-    echo "run_conv_bench: cannot find PyTorch's libcudnn (got '$cudnn_root'): stopping" >&2
-    return 1
-  fi
-  ls -l "$cudnn_root"/lib/libcudnn.so* "$cudnn_root"/include/cudnn_version.h 2>&1
-  if [ -f "$cudnn_root/include/cudnn_version.h" ]; then
-    cmake_cudnn=(-DCUDNN_ROOT="$cudnn_root")
-  else
-    # headers from elsewhere (same major), the library from the wheel
-    local inc=""
-    for d in /usr/local/cuda/include /usr/include /usr/include/x86_64-linux-gnu; do
-      [ -f "$d/cudnn_version.h" ] && inc=$d && break
-    done
-    if [ -z "$inc" ]; then
-      echo "run_conv_bench: $cudnn_root has no include/cudnn_version.h and no other cuDNN" \
-           "headers were found: stopping" >&2
-      return 1
-    fi
-    local lib
-    lib=$(ls "$cudnn_root"/lib/libcudnn.so* | head -1)
-    echo "WARNING: the wheel ships no headers: compiling against $inc, linking $lib"
-    cmake_cudnn=(-DCUDNN_INCLUDE_DIR="$inc" -DCUDNN_LIBRARY="$lib")
-  fi
-  grep -E "define CUDNN_(MAJOR|MINOR|PATCHLEVEL) " "$cudnn_root/include/cudnn_version.h" 2>/dev/null
+  local cudnn_root cmake_cudnn=() # set by bench_torch_cudnn
+  bench_torch_cudnn run_conv_bench || return 1
 
   step "configure and build (build-torchcudnn, CUDA architecture 90)"
   local extra=()
-  if compgen -G ".deps/*.deb" >/dev/null; then
-    rm -rf /tmp/fv-deps && mkdir -p /tmp/fv-deps
-    for f in .deps/*.deb; do dpkg -x "$f" /tmp/fv-deps; done
-    find /tmp/fv-deps -name '*.pc' -delete
-    local z=/tmp/fv-deps/usr/lib/x86_64-linux-gnu
-    rm -f "$z/libz.a"
-    for sys in /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1; do
-      [ -e "$sys" ] && ln -sf "$sys" "$z/libz.so" && break
-    done
-    export LD_LIBRARY_PATH=$z${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    extra+=(-DCMAKE_PREFIX_PATH=/tmp/fv-deps/usr -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
-    echo "using .deps: $(ls .deps | tr '\n' ' ')"
-  fi
+  bench_deps
   command -v ninja >/dev/null && extra+=(-G Ninja)
   rm -rf "$build"
-  if ! timeout 180 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-      -DFV_BUILD_TESTS=OFF "${cmake_cudnn[@]}" "${extra[@]}" >"$out/build.log" 2>&1; then
-    grep -E "Error|error|fovea" "$out/build.log" | head -20
+  if ! bench_configure; then
     if grep -q "fovea_platform needs libpng" "$out/build.log"; then
       echo "run_conv_bench: configure failed: the platform library needs libpng and libjpeg" \
            "headers, which this machine lacks; carry their .debs in .deps/ (see" \
@@ -134,23 +65,10 @@ main() {
     fi
     return 1
   fi
-  grep -E "^-- fovea" "$out/build.log"
   grep -E "^CUDNN_(LIBRARY|INCLUDE_DIR):" "$build/CMakeCache.txt"
-  if ! grep -q "backends CPU + CUDA" "$out/build.log"; then
-    echo "run_conv_bench: fovea configured without its CUDA backend: stopping" >&2
-    return 1
-  fi
-  if ! timeout 420 cmake --build "$build" -j"$(nproc)" --target fovea-bench >>"$out/build.log" 2>&1
-  then
-    grep -E "error|Error" "$out/build.log" | head -30
-    echo "run_conv_bench: build failed (build.log)" >&2
-    return 1
-  fi
-  echo "built $bench"
+  bench_build run_conv_bench || return 1
 
-  # the wheel's libcudnn (and the sub-libraries it opens) first
-  export LD_LIBRARY_PATH=$cudnn_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  ldd "$bench" | grep -E "cudnn|cudart|fovea"
+  bench_use_cudnn "$bench"
 
   step "fovea vs PyTorch (conv_vs_pytorch.py; the warm profile also in a fresh process)"
   rm -f "$out/fovea_profile.txt"
