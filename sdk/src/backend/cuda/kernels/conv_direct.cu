@@ -12,9 +12,12 @@ using fv_k::copy_commit;
 
 namespace {
 
-/* Floats between rows of a warp's 32 x 8 output tile in shared memory: 12,
- * not 8, so that the lanes' 16-byte reads of their rows hit distinct banks. */
-constexpr int STAGE_LD = 12;
+/* A warp's output staging in shared memory: two 32 x 8 FP32 tiles, rows
+ * packed (8 floats), 2 KB. Packed rows keep wmma's stores at the fewest
+ * wavefronts (12-float rows measured 4-way bank conflicts); the reads
+ * below alternate which half of a row a lane takes first, which keeps them
+ * conflict-free. */
+constexpr int STAGE_FLOATS = 2 * 32 * 8;
 
 struct direct_args {
     const __half *x;
@@ -51,49 +54,74 @@ int window_halves(const fv__conv_direct_geom *g) {
     return (rows * stride + 63) / 64 * 64;
 }
 
-/* Shared memory: the weights, per warp an FP32 32 x 8 tile of outputs, the
+/* Shared memory: the weights, per warp two FP32 32 x 8 tiles of outputs, the
  * bias, the window (two buffers when persistent: the next tile's loads
  * while this one is computed). */
 size_t smem_of(const fv__conv_direct_geom *g) {
-    size_t common = (size_t)g->kp * g->r * g->kr * 2 + (size_t)g->th * 32 * STAGE_LD * 4;
+    size_t common = (size_t)g->kp * g->r * g->kr * 2 + (size_t)g->th * STAGE_FLOATS * 4;
     if (g->persistent) return common + 128 + (size_t)2 * window_halves(g) * 2;
     int rows, cols, stride;
     window_of(g, &rows, &cols, &stride);
     return common + (size_t)rows * stride * 2 + (size_t)g->kp * 2;
 }
 
-/* A warp's outputs: each 32 x 8 FP32 tile through shared memory (lane =
- * output pixel), + bias, activation, 16-byte stores straight from registers
- * (staging the warp's whole 32 x kp output for contiguous stores measured
- * ~10% slower). */
+/* Bias, activation and FP16 for 8 channels ch0.. of output pixel (oy, ox)
+ * from 8 staged floats, and one 16-byte store. */
+template <int ACT>
+__device__ __forceinline__ void store8(const direct_args &a, const float4 lo, const float4 hi,
+                                       const __half *sbias, __half *yp, int ch0) {
+    const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    float o[8];
+#pragma unroll
+    for (int c = 0; c < 8; c++) {
+        const int ch = ch0 + c;
+        o[c] = ch < a.k ? fv__act(ACT, a.alpha, v[c] + __half2float(sbias[ch])) : 0.0f;
+    }
+    __align__(16) __half2 h[4];
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+        h[c] = __floats2half2_rn(o[2 * c], o[2 * c + 1]);
+    *reinterpret_cast<uint4 *>(yp + ch0) = *reinterpret_cast<const uint4 *>(h);
+}
+
+/* A warp's outputs (one output row, 32 pixels): two 8-channel tiles at a
+ * time through shared memory, then each pair of lanes writes one pixel's
+ * 16 channels, 32 contiguous bytes: whole 32-byte sectors (one lane a pixel
+ * wrote half-sectors). A last odd tile goes one lane a pixel. */
 template <int ACT, int NF>
 __device__ __forceinline__ void
 epilogue(const direct_args &a, wmma::fragment<wmma::accumulator, 32, 8, 16, float> (&acc)[NF],
          float *stage, const __half *sbias, int n, int oy0, int ox0) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    float *st = stage + warp * 32 * STAGE_LD;
-    const int oy = oy0 + warp, ox = ox0 + lane;
-    const bool in = oy < a.p && ox < a.q;
-    __half *yp = a.y + (((size_t)n * a.p + oy) * a.q + ox) * a.kp;
+    float *st = stage + warp * STAGE_FLOATS;
+    const int oy = oy0 + warp;
+    if (oy >= a.p) return; /* whole warp: no shared-memory traffic either */
+    __half *yrow = a.y + ((size_t)n * a.p + oy) * a.q * a.kp;
 #pragma unroll
-    for (int j = 0; j < NF; j++) {
-        wmma::store_matrix_sync(st, acc[j], STAGE_LD, wmma::mem_row_major);
-        __syncwarp();
-        if (in) {
-            const float4 v0 = reinterpret_cast<const float4 *>(st + lane * STAGE_LD)[0];
-            const float4 v1 = reinterpret_cast<const float4 *>(st + lane * STAGE_LD)[1];
-            const float v[8] = {v0.x, v0.y, v0.z, v0.w, v1.x, v1.y, v1.z, v1.w};
-            float o[8];
+    for (int j = 0; j < NF; j += 2) {
+        if (j + 1 < NF) {
+            wmma::store_matrix_sync(st, acc[j], 8, wmma::mem_row_major);
+            wmma::store_matrix_sync(st + 256, acc[j + 1], 8, wmma::mem_row_major);
+            __syncwarp();
+            const int t = lane & 1; /* which tile: channels (j + t) * 8.. */
 #pragma unroll
-            for (int c = 0; c < 8; c++) {
-                const int ch = j * 8 + c;
-                o[c] = ch < a.k ? fv__act(ACT, a.alpha, v[c] + __half2float(sbias[ch])) : 0.0f;
+            for (int h = 0; h < 2; h++) {
+                const int px = (lane >> 1) + 16 * h, ox = ox0 + px;
+                const float4 *src = reinterpret_cast<const float4 *>(st + t * 256 + px * 8);
+                const float4 first = src[t], second = src[t ^ 1];
+                if (ox < a.q)
+                    store8<ACT>(a, t ? second : first, t ? first : second, sbias,
+                                yrow + (size_t)ox * a.kp, (j + t) * 8);
             }
-            __align__(16) __half2 h[4];
-#pragma unroll
-            for (int c = 0; c < 4; c++)
-                h[c] = __floats2half2_rn(o[2 * c], o[2 * c + 1]);
-            *reinterpret_cast<uint4 *>(yp + j * 8) = *reinterpret_cast<const uint4 *>(h);
+        } else {
+            wmma::store_matrix_sync(st, acc[j], 8, wmma::mem_row_major);
+            __syncwarp();
+            const int t = (lane >> 2) & 1, ox = ox0 + lane;
+            const float4 *src = reinterpret_cast<const float4 *>(st + lane * 8);
+            const float4 first = src[t], second = src[t ^ 1];
+            if (ox < a.q)
+                store8<ACT>(a, t ? second : first, t ? first : second, sbias,
+                            yrow + (size_t)ox * a.kp, j * 8);
         }
         __syncwarp();
     }
@@ -234,7 +262,7 @@ __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
     __half *sx = reinterpret_cast<__half *>(smem);
     __half *sw = sx + (size_t)a.rows_in * a.row_stride;
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
-    __half *sbias = reinterpret_cast<__half *>(stage + (blockDim.x >> 5) * 32 * STAGE_LD);
+    __half *sbias = reinterpret_cast<__half *>(stage + (blockDim.x >> 5) * STAGE_FLOATS);
     const int n = blockIdx.z, ox0 = blockIdx.x * 32, oy0 = blockIdx.y * (blockDim.x >> 5);
     load_weights<NF>(a, sw, sbias);
     load_window<CM, PAIR>(a, sx, n, oy0, ox0, false);
@@ -252,7 +280,7 @@ __global__ void __launch_bounds__(512) direct_kernel_persistent(direct_args a) {
     const int nwarps = blockDim.x >> 5;
     __half *sw = reinterpret_cast<__half *>(smem);
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
-    __half *sbias = reinterpret_cast<__half *>(stage + nwarps * 32 * STAGE_LD);
+    __half *sbias = reinterpret_cast<__half *>(stage + nwarps * STAGE_FLOATS);
     __half *win0 = sbias + 64, *win1 = win0 + a.win_halves;
     const int tiles_x = (a.q + 31) / 32, tiles_y = (a.p + nwarps - 1) / nwarps;
     const int total = tiles_x * tiles_y * a.n;
