@@ -388,15 +388,20 @@ void fv__conv_cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, 
     fv__conv_graph g, gb;
     cudnnStatus_t gs = fv__conv_graph_build(op, f, 0, h, &g);
     cudnnStatus_t bs = split ? fv__conv_graph_build(op, f, 1, h, &gb) : CUDNN_STATUS_NOT_SUPPORTED;
-    for (int pass = 0; pass < 4; pass++) {
-        int is_split = pass & 1;
-        cudnnBackendHeurMode_t mode = pass < 2 ? CUDNN_HEUR_MODE_A : CUDNN_HEUR_MODE_FALLBACK;
+    /* list A, the fallback list, and when tuning list B (more configs, a
+     * slower query; repeats of A's are dropped) */
+    static const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK,
+                                                   CUDNN_HEUR_MODE_B};
+    static const char *mode_names[] = {"A", "fallback", "B"};
+    for (int pass = 0; pass < 6; pass++) {
+        int is_split = pass & 1, m = pass / 2;
         if ((is_split ? bs : gs) != CUDNN_STATUS_SUCCESS) continue;
         if (!tune && *n > 0) break;
-        if (tune && mode == CUDNN_HEUR_MODE_FALLBACK && is_split) continue;
+        if (!tune && m == 2) continue;
+        if (tune && modes[m] == CUDNN_HEUR_MODE_FALLBACK && is_split) continue;
         offered += graph_candidates(op, f, is_split ? FV__PATH_GRAPH_SPLIT : FV__PATH_GRAPH,
-                                    is_split ? gb.graph : g.graph, mode,
-                                    pass < 2 ? "A" : "fallback", !tune, out, n, max, &too_big);
+                                    is_split ? gb.graph : g.graph, modes[m], mode_names[m], !tune,
+                                    out, n, max, &too_big);
     }
     fv__conv_graph_destroy(&g);
     if (split) fv__conv_graph_destroy(&gb);

@@ -9,8 +9,8 @@
  * Engine choice at creation, in this order:
  *  1. the context's profile (fovea-calibrate, or earlier autotuning): the
  *     engine is rebuilt from its index and knobs, no heuristics, no timing;
- *  2. with FV_CONV2D_AUTOTUNE: every config of heuristics A and the fallback
- *     list, for each way of declaring the input channels (as they are,
+ *  2. with FV_CONV2D_AUTOTUNE: every config of heuristics A, the fallback
+ *     list and heuristics B, for each way of declaring the input channels (as they are,
  *     padded to 4, padded to 8), plus the legacy algorithms (each also
  *     through cudnnConvolutionBiasActivationForward when the op has a bias
  *     or an activation), plus fovea's direct kernel (kernels/conv_direct.cu:
@@ -349,7 +349,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
     /* 2./3. candidates per formulation */
     for (int fi = 0; fi < nf; fi++) {
         const fv__conv_form *f = &forms[fi];
-        enum { MAXC = 96 };
+        enum { MAXC = 160 };
         fv__conv_cand *c = calloc(MAXC, sizeof *c);
         FV_REQUIRE(c, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
         int n = 0;
@@ -363,15 +363,16 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
                      offered, offered ? "" : ": ", offered ? "" : dwhy);
         } else {
             /* fovea's GEMM shares the dense form's weights: first when it is
-             * the better bet without timing, timed with the rest when tuning */
-            int pref = 0,
+             * the better bet without timing (or when tuning: its few variants
+             * before cuDNN's many, under MAXC), a last resort otherwise */
+            int pref = 0, got = 0,
                 gemm = !(d->flags & FV_CONV2D_NO_DIRECT) && fv__conv_gemm_offered(op, f, &pref);
-            if (gemm && pref && !tune) fv__conv_gemm_candidates(op, f, 1, c, &n, MAXC);
-            if (n == 0)
+            if (gemm && (tune || pref)) got = fv__conv_gemm_candidates(op, f, !tune, c, &n, MAXC);
+            if (tune || n == 0)
                 fv__conv_cudnn_candidates(op, f, tune, c, &n, MAXC, &l, used ? " " : "", why + used,
                                           why_n - used);
-            if (gemm && (tune || n == 0)) {
-                int got = fv__conv_gemm_candidates(op, f, !tune, c, &n, MAXC);
+            if (gemm && n == 0) got = fv__conv_gemm_candidates(op, f, 1, c, &n, MAXC);
+            if (gemm) {
                 used = strlen(why);
                 snprintf(why + used, why_n - used, " [fovea gemm: %d variants]", got);
             }
