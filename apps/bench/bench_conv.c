@@ -164,7 +164,7 @@ typedef struct profile_phase {
     profile_run runs[BC_MAX_SHAPES];
 } profile_phase;
 
-enum { PROFILE_CALLS = 100, PROFILE_CLOCK_WARM = 30 };
+enum { PROFILE_CALLS = 100 };
 
 static double median_of(const double *x, int n) {
     double t[BC_MAX_REPEATS];
@@ -205,13 +205,6 @@ static int profile_rep(const bc_env *e, const bc_case *c, const fv_conv2d_desc *
     fv_conv2d_info_get(op, &info);
     if (rep > 0 && strcmp(info.engine, pr->info.engine) != 0) pr->engines_differ = 1;
     if (rep == 0 || (from_profile(&pr->info) && !from_profile(&info))) pr->info = info;
-    /* Creation leaves the GPU idle for milliseconds, and an idle GPU drops
-     * its clocks: ~1 ms of scrubbing first, so that the first call and the
-     * hundredth (which follows 99 scrub + call rounds) run at the same
-     * clocks. Lazy work inside the first call still shows: host side in
-     * first_wall_ms, device side in the sample. */
-    for (int k = 0; k < PROFILE_CLOCK_WARM && e->flush && !rc; k++)
-        rc = cudaMemsetAsync(e->flush, k & 0xff, e->flush_bytes, e->stream) != cudaSuccess;
     for (int i = 0; i < N && !rc; i++) {
         if (e->flush) rc = cudaMemsetAsync(e->flush, i & 0xff, e->flush_bytes, e->stream) != 0;
         /* an idle GPU before each call: host work inside the call (a lazy

@@ -71,11 +71,15 @@ template <int ACT>
 __device__ __forceinline__ void store8(const direct_args &a, const float4 lo, const float4 hi,
                                        const __half *sbias, __half *yp, int ch0) {
     const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    /* the 8 biases in one 16-byte shared-memory read (the kernel is bound
+     * by its shared-memory traffic) */
+    __align__(16) __half b[8];
+    *reinterpret_cast<uint4 *>(b) = *reinterpret_cast<const uint4 *>(sbias + ch0);
     float o[8];
 #pragma unroll
     for (int c = 0; c < 8; c++) {
         const int ch = ch0 + c;
-        o[c] = ch < a.k ? fv__act(ACT, a.alpha, v[c] + __half2float(sbias[ch])) : 0.0f;
+        o[c] = ch < a.k ? fv__act(ACT, a.alpha, v[c] + __half2float(b[c])) : 0.0f;
     }
     __align__(16) __half2 h[4];
 #pragma unroll

@@ -97,12 +97,17 @@ __device__ __forceinline__ void load_step(const gemm_args &a, const a_rows &t, i
 /* Bias, activation, FP16: 8 channels (ch0..ch0+7) of one pixel. */
 template <int ACT>
 __device__ __forceinline__ void store8(const gemm_args &a, int m, int ch0, const float (&v)[8]) {
+    /* the 8 biases in one 16-byte load (kp halves, 16-byte aligned) */
+    __align__(16) __half b[8];
+    if (a.bias)
+        *reinterpret_cast<uint4 *>(b) = __ldg(reinterpret_cast<const uint4 *>(a.bias + ch0));
+    else
+        *reinterpret_cast<uint4 *>(b) = make_uint4(0u, 0u, 0u, 0u);
     float o[8];
 #pragma unroll
     for (int j = 0; j < 8; j++) {
         const int ch = ch0 + j;
-        o[j] = ch < a.k ? fv__act(ACT, a.alpha, v[j] + (a.bias ? __half2float(a.bias[ch]) : 0.0f))
-                        : 0.0f;
+        o[j] = ch < a.k ? fv__act(ACT, a.alpha, v[j] + __half2float(b[j])) : 0.0f;
     }
     __align__(16) __half2 hv[4];
 #pragma unroll
@@ -325,7 +330,7 @@ extern "C" fv_status fv__conv_gemm_run(cudaStream_t stream, const fv__conv_gemm_
     kernel_fn f = pick(g->bn);
     FV_REQUIRE(f && x && y && w && g->tiles > 0 && g->steps >= g->splits &&
                    ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 16) == 0 &&
-                   ((uintptr_t)w % 16) == 0 &&
+                   ((uintptr_t)w % 16) == 0 && ((uintptr_t)bias % 16) == 0 &&
                    (g->splits == 1 || (ws && g->counters && ((uintptr_t)ws % 16) == 0)),
                FV_ERR_INTERNAL, "gemm conv: bad arguments (bn=%d splits=%d tiles=%d)", g->bn,
                g->splits, g->tiles);
