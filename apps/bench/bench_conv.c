@@ -148,11 +148,14 @@ typedef struct profile_run {
     int ok;
     int repeats; /* creations that completed */
     /* medians over the creations (median_ms: of each creation's calls 2..100) */
-    double create_ms, first_ms, first_wall_ms, hundredth_ms, median_ms;
+    double create_ms, first_ms, first_wall_ms, hundredth_ms, median_ms, idle_ms;
     double create_max_ms, first_max_ms, ratio_max; /* worst creation */
     double create_all[BC_MAX_REPEATS], first_all[BC_MAX_REPEATS];
     double first_wall_all[BC_MAX_REPEATS], hundredth_all[BC_MAX_REPEATS];
     double median_all[BC_MAX_REPEATS];
+    /* the control: one more forward of the same op after the GPU idled as
+     * long as the creation made it idle before the first call */
+    double idle_all[BC_MAX_REPEATS];
     int engines_differ;  /* 1 when the creations did not all choose the same engine */
     fv_conv2d_info info; /* the first creation's; else the first that was not from the profile */
 } profile_run;
@@ -237,6 +240,22 @@ static int profile_rep(const bc_env *e, const bc_case *c, const fv_conv2d_desc *
     pr->hundredth_all[rep] = t[N - 1];
     qsort(t + 1, N - 1, sizeof t[0], bc_cmp_double);
     pr->median_all[rep] = t[N / 2]; /* of calls 2..100 */
+    /* The control. An idle GPU runs the next kernel slower, whoever's it is
+     * (on the H100, 20 ms of idling made the next call of small ops, cuDNN's
+     * engines and fovea's kernels alike, 2-10x slower), and creating the op
+     * idles it for as long as create + bind take. The same op's forward after
+     * as long an idle time tells that apart from lazy work in the first
+     * call. */
+    bc_sleep_ms(pr->create_all[rep]);
+    if (e->flush) rc = cudaMemsetAsync(e->flush, 0x5a, e->flush_bytes, e->stream) != 0;
+    rc = rc || cudaStreamSynchronize(e->stream) != cudaSuccess;
+    rc = rc || cudaEventRecord(ev[0], e->stream) != cudaSuccess;
+    if (!rc) st = fv_conv2d_forward(op, c->in[0], c->out[0]);
+    rc = rc || st != FV_OK || cudaEventRecord(ev[1], e->stream) != cudaSuccess;
+    rc = rc || cudaEventSynchronize(ev[1]) != cudaSuccess;
+    float idle = 0;
+    rc = rc || cudaEventElapsedTime(&idle, ev[0], ev[1]) != cudaSuccess;
+    pr->idle_all[rep] = idle;
 done:
     if (e->ctx) fv_context_synchronize(e->ctx);
     fv_conv2d_destroy(op);
@@ -262,6 +281,7 @@ static int profile_one(const bc_env *e, const bc_shape *s, int repeats, profile_
     pr->first_wall_ms = median_of(pr->first_wall_all, n);
     pr->hundredth_ms = median_of(pr->hundredth_all, n);
     pr->median_ms = median_of(pr->median_all, n);
+    pr->idle_ms = median_of(pr->idle_all, n);
     for (int i = 0; i < n; i++) {
         double r = ratio_of(pr->first_all[i], pr->hundredth_all[i]);
         if (pr->create_all[i] > pr->create_max_ms) pr->create_max_ms = pr->create_all[i];
@@ -297,19 +317,23 @@ static int run_profile(const bc_opts *o, const char *label, const bc_shape *s, i
     printf("each op created %d times (create + bind, %d forwards on an idle GPU); medians over "
            "the creations, max: the worst one, #1: the first creation\n",
            ph->repeats, PROFILE_CALLS);
-    printf("%2s %-34s %11s %9s %9s %9s %10s %9s %9s %7s %7s %7s %s\n", "#", "shape", "create+bind",
-           "max", "first ms", "max", "first wall", "100th ms", "median ms", "1st/100", "max", "#1",
-           "choice (candidates)");
+    printf("idle ms: the same op's forward after as long an idle GPU as its creation left "
+           "before the first one (the control for idle clocks)\n");
+    printf("%2s %-34s %11s %9s %9s %9s %10s %9s %9s %9s %7s %7s %7s %8s %s\n", "#", "shape",
+           "create+bind", "max", "first ms", "max", "first wall", "100th ms", "median ms",
+           "idle ms", "1st/100", "max", "#1", "1st/idle", "choice (candidates)");
     for (int i = 0; i < n && !rc; i++) {
         profile_run *pr = &ph->runs[i];
         rc = profile_one(e, &s[i], ph->repeats, pr);
         if (rc) break;
         printf(
-            "%2d %-34s %11.3f %9.3f %9.4f %9.4f %10.3f %9.4f %9.4f %7.2f %7.2f %7.2f %s (%d)%s\n",
+            "%2d %-34s %11.3f %9.3f %9.4f %9.4f %10.3f %9.4f %9.4f %9.4f %7.2f %7.2f %7.2f %8.2f "
+            "%s (%d)%s\n",
             s[i].index, s[i].name, pr->create_ms, pr->create_max_ms, pr->first_ms, pr->first_max_ms,
-            pr->first_wall_ms, pr->hundredth_ms, pr->median_ms,
+            pr->first_wall_ms, pr->hundredth_ms, pr->median_ms, pr->idle_ms,
             ratio_of(pr->first_ms, pr->hundredth_ms), pr->ratio_max,
-            ratio_of(pr->first_all[0], pr->hundredth_all[0]), pr->info.choice, pr->info.candidates,
+            ratio_of(pr->first_all[0], pr->hundredth_all[0]), ratio_of(pr->first_ms, pr->idle_ms),
+            pr->info.choice, pr->info.candidates,
             pr->engines_differ ? " [engines differ between creations]" : "");
     }
     ph->done = !rc;
@@ -376,10 +400,11 @@ static int write_json(const bc_opts *o, const bc_env *e, const char *selftest, c
                 ", \"ok\": %s, \"repeats\": %d, \"create_ms\": %.4f, \"create_ms_max\": %.4f, "
                 "\"first_ms\": %.6g, \"first_ms_max\": %.6g, \"first_wall_ms\": %.4f, "
                 "\"hundredth_ms\": %.6g, \"median_2_100_ms\": %.6g, \"ratio\": %.6g, "
-                "\"ratio_max\": %.6g",
+                "\"ratio_max\": %.6g, \"idle_control_ms\": %.6g, \"ratio_vs_idle\": %.6g",
                 pr->ok ? "true" : "false", m, pr->create_ms, pr->create_max_ms, pr->first_ms,
                 pr->first_max_ms, pr->first_wall_ms, pr->hundredth_ms, pr->median_ms,
-                ratio_of(pr->first_ms, pr->hundredth_ms), pr->ratio_max);
+                ratio_of(pr->first_ms, pr->hundredth_ms), pr->ratio_max, pr->idle_ms,
+                ratio_of(pr->first_ms, pr->idle_ms));
         /* the first creation of the shape's op in this process */
         fprintf(f,
                 ", \"first_creation_first_ms\": %.6g, \"first_creation_hundredth_ms\": %.6g, "
@@ -390,6 +415,7 @@ static int write_json(const bc_opts *o, const bc_env *e, const char *selftest, c
         json_list(f, "first_ms_all", pr->first_all, m);
         json_list(f, "first_wall_ms_all", pr->first_wall_all, m);
         json_list(f, "hundredth_ms_all", pr->hundredth_all, m);
+        json_list(f, "idle_control_ms_all", pr->idle_all, m);
         json_list(f, "median_2_100_ms_all", pr->median_all, m);
         fprintf(f, ", \"engines_differ\": %s, \"choice\": ", pr->engines_differ ? "true" : "false");
         bc_json_str(f, pr->info.choice);

@@ -87,6 +87,8 @@ int bc_cmp_double(const void *a, const void *b);
  * two events; fn returns nonzero on failure (and has printed why). */
 int bc_time(const bc_env *e, int nsets, int (*fn)(void *arg, int set), void *arg, bc_timing *out);
 double bc_now_ms(void);
+/* Sleeps ms milliseconds (the host; the GPU idles if nothing is queued). */
+void bc_sleep_ms(double ms);
 
 /* Bytes of a shape's F16 input (out 0) or output (out 1) as fovea stores it. */
 size_t bc_stored_bytes(const bc_shape *s, int out);

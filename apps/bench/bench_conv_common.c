@@ -28,6 +28,13 @@ double bc_now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
 }
 
+void bc_sleep_ms(double ms) {
+    if (ms <= 0) return;
+    struct timespec t = {(time_t)(ms / 1e3), (long)((ms - 1e3 * (double)(time_t)(ms / 1e3)) * 1e6)};
+    while (nanosleep(&t, &t) != 0) {
+    }
+}
+
 int bc_fv_fail(const char *what, fv_status s) {
     fprintf(stderr, "fovea-bench: %s: %s: %s\n", what, fv_status_name(s), fv_last_error());
     return 1;

@@ -17,7 +17,11 @@ Prints the combined table with PASS/MISS against the targets:
   heuristic / autotuned, geometric mean <= 1.2
   warm profile (--profile): ops made from it chose nothing ("profile"),
   first forward <= 1.10 x the hundredth, as medians over --profile-repeats
-  creations of each op (the worst creation is reported too); measured in
+  creations of each op (the worst creation is reported too); the hundredth
+  is taken as the slower of the 100th call and the control call that
+  fovea-bench makes after letting the GPU idle as long as the creation did
+  (an idle GPU runs any next kernel slower; that is not lazy work), and the
+  plain first / 100th is reported beside it; measured in
   fovea-bench's process after the benchmark, and again in a fresh process
   (--profile-only), where the first creation of each op (lazy module
   loading) is also reported on its own
@@ -220,7 +224,15 @@ def targets(rows, fovea, fresh=None):
 
 
 def profile_ratio(r):
-    """Median first call / median 100th call over the creations of one op (one run row)."""
+    """Median first call / the slower of the median 100th call and the median idle
+    control (the same op's call after as long an idle GPU as its creation left),
+    over the creations of one op (one run row)."""
+    ref = max(r.get("hundredth_ms") or 0, r.get("idle_control_ms") or 0)
+    return r["first_ms"] / ref if r.get("ok") and ref else None
+
+
+def profile_ratio_plain(r):
+    """Median first call / median 100th call (no idle control)."""
     return r["first_ms"] / r["hundredth_ms"] if r.get("ok") and r.get("hundredth_ms") else None
 
 
@@ -250,7 +262,9 @@ def profile_targets(t, key, prof):
         "label": f"{label}, median of {reps} creation{'s' if reps != 1 else ''}",
         "repeats": reps,
         "target": f"median first forward <= {TARGETS['profile_first_vs_100th']:.2f} x the "
-        "median 100th",
+        "median 100th (or the idle control, when slower)",
+        "worst_plain_first_vs_100th": max([x for x in map(profile_ratio_plain, runs)
+                                           if x is not None] or [None], key=lambda x: x or 0),
         "worst": max([x for x in fr if x is not None] or [None], key=lambda x: x or 0),
         "misses": slow, "pass": bool(runs) and not slow,
         # informational: one creation's first / its own 100th, the worst of all
@@ -349,6 +363,9 @@ def print_report(rows, t, fovea, torch_info, info):
         x = t[key + "_first_vs_100th"]
         print(f"  {verdict(x['pass'])}  warm profile ({x['label']}): {x['target']}: worst "
               f"{fmt(x['worst'], 0, 3)}; misses: {', '.join(x['misses']) or 'none'}")
+        if x.get("worst_plain_first_vs_100th") is not None:
+            print(f"        (informational: worst median first / median 100th without the idle "
+                  f"control {fmt(x['worst_plain_first_vs_100th'], 0, 3)})")
         if x.get("worst_single_ratio") is not None:
             print(f"        (informational: worst single creation's first / its 100th "
                   f"{fmt(x['worst_single_ratio'], 0, 3)}, {x['worst_single_shape']})")
