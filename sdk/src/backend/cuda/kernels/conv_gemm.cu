@@ -96,13 +96,10 @@ __device__ __forceinline__ void load_step(const gemm_args &a, const a_rows &t, i
 
 /* Bias, activation, FP16: 8 channels (ch0..ch0+7) of one pixel. */
 template <int ACT>
-__device__ __forceinline__ void store8(const gemm_args &a, int m, int ch0, const float (&v)[8]) {
-    /* the 8 biases in one 16-byte load (kp halves, 16-byte aligned) */
+__device__ __forceinline__ void store8(const gemm_args &a, int m, int ch0, const float (&v)[8],
+                                       uint4 bias8) {
     __align__(16) __half b[8];
-    if (a.bias)
-        *reinterpret_cast<uint4 *>(b) = __ldg(reinterpret_cast<const uint4 *>(a.bias + ch0));
-    else
-        *reinterpret_cast<uint4 *>(b) = make_uint4(0u, 0u, 0u, 0u);
+    *reinterpret_cast<uint4 *>(b) = bias8;
     float o[8];
 #pragma unroll
     for (int j = 0; j < 8; j++) {
@@ -120,7 +117,7 @@ __device__ __forceinline__ void store8(const gemm_args &a, int m, int ch0, const
  * from the partials of every split (the last block of a tile). */
 template <int BN, int ACT>
 __device__ __forceinline__ void finish(const gemm_args &a, const float *ct, const float *parts,
-                                       int m0, int n0) {
+                                       int m0, int n0, uint4 bias8) {
     constexpr int VR = BN / 8; /* 8-channel vectors a row */
     for (int v = threadIdx.x; v < BM * VR; v += THREADS) {
         const int row = v / VR, c8 = v - row * VR, m = m0 + row, ch0 = n0 + c8 * 8;
@@ -160,31 +157,31 @@ __device__ __forceinline__ void finish(const gemm_args &a, const float *ct, cons
                 acc[4] += u1.x, acc[5] += u1.y, acc[6] += u1.z, acc[7] += u1.w;
             }
         }
-        store8<ACT>(a, m, ch0, acc);
+        store8<ACT>(a, m, ch0, acc, bias8);
     }
 }
 
 template <int BN>
 __device__ __forceinline__ void finish_act(const gemm_args &a, const float *ct, const float *parts,
-                                           int m0, int n0) {
+                                           int m0, int n0, uint4 bias8) {
     switch (a.act) {
     case FV_ACT_RELU:
-        finish<BN, FV_ACT_RELU>(a, ct, parts, m0, n0);
+        finish<BN, FV_ACT_RELU>(a, ct, parts, m0, n0, bias8);
         break;
     case FV_ACT_CLIPPED_RELU:
-        finish<BN, FV_ACT_CLIPPED_RELU>(a, ct, parts, m0, n0);
+        finish<BN, FV_ACT_CLIPPED_RELU>(a, ct, parts, m0, n0, bias8);
         break;
     case FV_ACT_SIGMOID:
-        finish<BN, FV_ACT_SIGMOID>(a, ct, parts, m0, n0);
+        finish<BN, FV_ACT_SIGMOID>(a, ct, parts, m0, n0, bias8);
         break;
     case FV_ACT_TANH:
-        finish<BN, FV_ACT_TANH>(a, ct, parts, m0, n0);
+        finish<BN, FV_ACT_TANH>(a, ct, parts, m0, n0, bias8);
         break;
     case FV_ACT_LEAKY_RELU:
-        finish<BN, FV_ACT_LEAKY_RELU>(a, ct, parts, m0, n0);
+        finish<BN, FV_ACT_LEAKY_RELU>(a, ct, parts, m0, n0, bias8);
         break;
     default:
-        finish<BN, FV_ACT_IDENTITY>(a, ct, parts, m0, n0);
+        finish<BN, FV_ACT_IDENTITY>(a, ct, parts, m0, n0, bias8);
         break;
     }
 }
@@ -210,6 +207,16 @@ template <int BN> __global__ void __launch_bounds__(THREADS) gemm_kernel(gemm_ar
             wmma::fill_fragment(acc[i][j], 0.0f);
 
     const a_rows t = rows_of(a, m0);
+    /* the 8 biases this thread's output vectors take (every vector of a
+     * thread has the same channels: THREADS is a multiple of BN / 8), loaded
+     * now so that their latency hides under the main loop, not in the last
+     * block's serial finish */
+    static_assert(THREADS % (BN / 8) == 0, "a thread's vectors share their channels");
+    uint4 bias8 = make_uint4(0u, 0u, 0u, 0u);
+    {
+        const int ch0 = n0 + (int)(threadIdx.x % (BN / 8)) * 8;
+        if (a.bias && ch0 < a.kp) bias8 = __ldg(reinterpret_cast<const uint4 *>(a.bias + ch0));
+    }
 #pragma unroll
     for (int st = 0; st < STAGES - 1; st++) {
         if (begin + st < end) load_step<BN>(a, t, n0, begin + st, sbuf + st * stage_halves<BN>());
@@ -252,7 +259,7 @@ template <int BN> __global__ void __launch_bounds__(THREADS) gemm_kernel(gemm_ar
                                     acc[fi][fj], BN + 4, wmma::mem_row_major);
     __syncthreads();
     if (a.splits == 1) {
-        finish_act<BN>(a, ct, nullptr, m0, n0);
+        finish_act<BN>(a, ct, nullptr, m0, n0, bias8);
         return;
     }
 
@@ -269,7 +276,7 @@ template <int BN> __global__ void __launch_bounds__(THREADS) gemm_kernel(gemm_ar
     __syncthreads();
     if (!last) return;
     __threadfence(); /* see every other split's partial */
-    finish_act<BN>(a, nullptr, parts, m0, n0);
+    finish_act<BN>(a, nullptr, parts, m0, n0, bias8);
     if (threadIdx.x == 0) a.counters[tile] = 0u; /* ready for the next run */
 }
 
