@@ -444,7 +444,8 @@ static void usage(FILE *f) {
         f,
         "usage: fovea-calibrate [options] -o PROFILE\n"
         "Times every engine cuDNN offers for each convolution on this GPU, and fovea's own\n"
-        "direct kernel where it applies (C <= 32, K <= 64), keeps the fastest and writes them\n"
+        "kernels where they apply (direct: C <= 32, K <= 64; gemm: small outputs), keeps the\n"
+        "fastest and writes them\n"
         "to PROFILE, keyed by device, SM, cuDNN version and each op's full signature.\n"
         "Programs load it through fv_context_desc.profile_path.\n"
         "\n"

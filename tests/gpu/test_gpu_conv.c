@@ -285,11 +285,11 @@ static void direct_kernel_variants_from_profile(void **state) {
     remove(path);
 }
 
-/* Rewrites every conv line of the profile at path to fovea's GEMM with
- * engine eng, on the dense form (cdecl = C padded to 8); returns how many
- * lines it rewrote. Entries of other tests' ops may then not build (they
- * are not run with this profile). */
-static int rewrite_to_gemm(const char *path, const char *eng) {
+/* Rewrites every conv line of the profile at path to path=<to> engine=<eng>
+ * knobs=- on the dense form (cdecl = C padded to 8); returns how many lines
+ * it rewrote. Entries of other tests' ops may then not build (they are not
+ * run with this profile). */
+static int rewrite_conv_lines(const char *path, const char *to, const char *eng) {
     static char text[1 << 16], edited[1 << 16];
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
@@ -306,7 +306,7 @@ static int rewrite_to_gemm(const char *path, const char *eng) {
             const char *ws = strstr(fields, " ws="), *kn = strstr(fields, " knobs=");
             assert_true(ws && kn && kn < line + n && ws < kn);
             int c = atoi(cp + 2);
-            o += sprintf(o, "conv %.*s path=gemm cdecl=%d engine=%s", (int)(fields - key), key,
+            o += sprintf(o, "conv %.*s path=%s cdecl=%d engine=%s", (int)(fields - key), key, to,
                          (c + 7) / 8 * 8, eng);
             o += sprintf(o, "%.*s knobs=-\n", (int)(kn - ws), ws);
             rewritten++;
@@ -359,7 +359,7 @@ static void gemm_kernel_variants_from_profile(void **state) {
     const char *names[] = {"-64x32-split1", "-64x64-split1", "-64x32-split3", "-64x64-split16",
                            "-64x32-split18"};
     for (int v = 0; v < 5; v++) {
-        assert_true(rewrite_to_gemm(path, engines[v]) >= NCASES);
+        assert_true(rewrite_conv_lines(path, "gemm", engines[v]) >= NCASES);
         fv_context *ctx2 = NULL, *saved = gpu;
         fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
         FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
@@ -381,7 +381,7 @@ static void gemm_kernel_variants_from_profile(void **state) {
     }
     /* a split count past the reduction's steps no longer builds: the op
      * falls back to choosing anew, with a warning, and still runs */
-    assert_true(rewrite_to_gemm(path, "3264") >= NCASES);
+    assert_true(rewrite_conv_lines(path, "gemm", "3264") >= NCASES);
     fv_context *ctx2 = NULL, *saved = gpu;
     fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
     FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
@@ -498,41 +498,9 @@ static void legacy_fused_from_profile(void **state) {
     for (size_t i = 0; i < NCASES; i++)
         assert_true(run_case(&cases[i], 1) <= 2e-3);
     FV_ASSERT_OK(fv_context_profile_save(gpu, path));
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    static char text[1 << 16], edited[1 << 16];
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[len] = 0;
-    /* every conv line: path=legacy-fused cdecl=<C padded to 8> engine=1
-     * knobs=- (entries of other tests' ops may then not build; they are not
-     * run here) */
-    char *o = edited;
-    int rewritten = 0;
-    for (const char *line = text; *line;) {
-        const char *nl = strchr(line, '\n');
-        size_t n = nl ? (size_t)(nl - line + 1) : strlen(line);
-        const char *key = line + 5, *cp = strstr(line, ":c"), *fields = strstr(line, " path=");
-        if (strncmp(line, "conv ", 5) == 0 && cp && fields && cp < fields) {
-            const char *ws = strstr(fields, " ws="), *kn = strstr(fields, " knobs=");
-            assert_true(ws && kn && kn < line + n && ws < kn);
-            int c = atoi(cp + 2);
-            o += sprintf(o, "conv %.*s path=legacy-fused cdecl=%d engine=1", (int)(fields - key),
-                         key, (c + 7) / 8 * 8);
-            o += sprintf(o, "%.*s knobs=-\n", (int)(kn - ws), ws);
-            rewritten++;
-        } else {
-            memcpy(o, line, n);
-            o += n;
-        }
-        line += n;
-    }
-    *o = 0;
+    /* every conv line: path=legacy-fused cdecl=<C padded to 8> engine=1 */
+    int rewritten = rewrite_conv_lines(path, "legacy-fused", "1");
     assert_true(rewritten >= NCASES);
-    f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(edited, f);
-    fclose(f);
     fv_context *ctx2 = NULL, *saved = gpu;
     fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
     FV_ASSERT_OK(fv_context_create(&cd, &ctx2));

@@ -2,6 +2,7 @@
 #include <mma.h>
 #include <stdio.h>
 #include "conv_direct.cuh"
+#include "act8.cuh"
 #include "cp_async.cuh"
 #include "../cuda_check.h"
 #include "../../activation.h"
@@ -73,19 +74,8 @@ __device__ __forceinline__ void store8(const direct_args &a, const float4 lo, co
     const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
     /* the 8 biases in one 16-byte shared-memory read (the kernel is bound
      * by its shared-memory traffic) */
-    __align__(16) __half b[8];
-    *reinterpret_cast<uint4 *>(b) = *reinterpret_cast<const uint4 *>(sbias + ch0);
-    float o[8];
-#pragma unroll
-    for (int c = 0; c < 8; c++) {
-        const int ch = ch0 + c;
-        o[c] = ch < a.k ? fv__act(ACT, a.alpha, v[c] + __half2float(b[c])) : 0.0f;
-    }
-    __align__(16) __half2 h[4];
-#pragma unroll
-    for (int c = 0; c < 4; c++)
-        h[c] = __floats2half2_rn(o[2 * c], o[2 * c + 1]);
-    *reinterpret_cast<uint4 *>(yp + ch0) = *reinterpret_cast<const uint4 *>(h);
+    const uint4 bias8 = *reinterpret_cast<const uint4 *>(sbias + ch0);
+    *reinterpret_cast<uint4 *>(yp + ch0) = fv_k::act8<ACT>(v, bias8, ch0, a.k, a.alpha);
 }
 
 /* A warp's outputs (one output row, 32 pixels): two 8-channel tiles at a

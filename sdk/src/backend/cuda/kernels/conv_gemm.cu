@@ -2,6 +2,7 @@
 #include <mma.h>
 #include <stdio.h>
 #include "conv_gemm.cuh"
+#include "act8.cuh"
 #include "cp_async.cuh"
 #include "../cuda_check.h"
 #include "../../activation.h"
@@ -98,19 +99,8 @@ __device__ __forceinline__ void load_step(const gemm_args &a, const a_rows &t, i
 template <int ACT>
 __device__ __forceinline__ void store8(const gemm_args &a, int m, int ch0, const float (&v)[8],
                                        uint4 bias8) {
-    __align__(16) __half b[8];
-    *reinterpret_cast<uint4 *>(b) = bias8;
-    float o[8];
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-        const int ch = ch0 + j;
-        o[j] = ch < a.k ? fv__act(ACT, a.alpha, v[j] + __half2float(b[j])) : 0.0f;
-    }
-    __align__(16) __half2 hv[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++)
-        hv[j] = __floats2half2_rn(o[2 * j], o[2 * j + 1]);
-    *reinterpret_cast<uint4 *>(a.y + (size_t)m * a.kp + ch0) = *reinterpret_cast<const uint4 *>(hv);
+    *reinterpret_cast<uint4 *>(a.y + (size_t)m * a.kp + ch0) =
+        fv_k::act8<ACT>(v, bias8, ch0, a.k, a.alpha);
 }
 
 /* The tile's outputs from the FP32 tile in shared memory (splits == 1) or
