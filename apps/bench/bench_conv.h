@@ -86,6 +86,10 @@ int bc_cmp_double(const void *a, const void *b);
 /* Runs fn(arg, i % nsets) e->warmup times, then e->iters times, each between
  * two events; fn returns nonzero on failure (and has printed why). */
 int bc_time(const bc_env *e, int nsets, int (*fn)(void *arg, int set), void *arg, bc_timing *out);
+/* Two functions timed alternately (a, b, a, b, ...), each call between its
+ * own events (and after its own L2 scrub in flush mode). */
+int bc_time_pair(const bc_env *e, int nsets, int (*fa)(void *arg, int set), void *aa,
+                 int (*fb)(void *arg, int set), void *ab, bc_timing *out_a, bc_timing *out_b);
 double bc_now_ms(void);
 /* Sleeps ms milliseconds (the host; the GPU idles if nothing is queued). */
 void bc_sleep_ms(double ms);
@@ -200,7 +204,8 @@ typedef struct bc_result {
     double err;       /* relative L2 error against the reference; -1 unchecked */
     double create_ms; /* host time of fv_conv2d_create (fovea) or of Find (legacy) */
     bc_timing t;
-    char why[256]; /* when not ok */
+    bc_timing pair; /* the op it was timed against, interleaved (pair.iters 0: none) */
+    char why[256];  /* when not ok */
     /* fovea */
     fv_conv2d_info info;
     /* legacy */
@@ -213,6 +218,12 @@ typedef struct bc_result {
  * against the reference (poisoned output first), then times. Returns
  * nonzero only on failures that should stop the benchmark. */
 int bc_run_fovea(const bc_env *e, bc_case *c, uint32_t flags, int fused, bc_result *r);
+/* The same, and: pair (or NULL), an op on the same case, is timed with it
+ * call for call (r->pair): a ratio of the two is then free of drift between
+ * separate timing runs (clocks, other work); keep (or NULL) receives the op
+ * instead of it being destroyed (the caller destroys it). */
+int bc_run_fovea_ex(const bc_env *e, bc_case *c, uint32_t flags, int fused, fv_conv2d *pair,
+                    fv_conv2d **keep, bc_result *r);
 /* legacy cuDNN, FP16 NHWC, tensor-op math, best of Find: the same. */
 int bc_run_legacy(const bc_env *e, bc_case *c, bc_result *r);
 /* legacy cuDNN as d says: Find, then the fastest algorithm whose output

@@ -157,7 +157,13 @@ static void expected(const bc_case *c, int fused, float *want) {
 }
 
 int bc_run_fovea(const bc_env *e, bc_case *c, uint32_t flags, int fused, bc_result *r) {
+    return bc_run_fovea_ex(e, c, flags, fused, NULL, NULL, r);
+}
+
+int bc_run_fovea_ex(const bc_env *e, bc_case *c, uint32_t flags, int fused, fv_conv2d *pair,
+                    fv_conv2d **keep, bc_result *r) {
     const bc_shape *s = &c->s;
+    if (keep) *keep = NULL;
     memset(r, 0, sizeof *r);
     r->ran = 1;
     r->err = -1;
@@ -190,11 +196,21 @@ int bc_run_fovea(const bc_env *e, bc_case *c, uint32_t flags, int fused, bc_resu
             goto done;
         }
     }
-    if ((rc = bc_time(e, c->nsets, fovea_fn, &a, &r->t))) goto done;
+    if (pair) {
+        fovea_arg b = {.op = pair, .c = c};
+        if ((rc = bc_time_pair(e, c->nsets, fovea_fn, &a, fovea_fn, &b, &r->t, &r->pair)))
+            goto done;
+    } else if ((rc = bc_time(e, c->nsets, fovea_fn, &a, &r->t))) {
+        goto done;
+    }
     r->ok = 1;
 done:
     if (rc) snprintf(r->why, sizeof r->why, "failed while running (see the log)");
     fv_context_synchronize(e->ctx);
+    if (keep && r->ok) {
+        *keep = op;
+        return rc;
+    }
     fv_conv2d_destroy(op);
     return rc;
 }

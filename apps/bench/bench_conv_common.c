@@ -53,33 +53,14 @@ int bc_cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-int bc_time(const bc_env *e, int nsets, int (*fn)(void *arg, int set), void *arg, bc_timing *out) {
-    int iters = e->iters, rc = 1;
-    memset(out, 0, sizeof *out);
-    cudaEvent_t *ev = calloc((size_t)iters * 2, sizeof *ev);
-    double *t = malloc(sizeof *t * (size_t)iters);
-    if (!ev || !t) goto done;
-    for (int i = 0; i < 2 * iters; i++)
-        if (CU(cudaEventCreate(&ev[i]))) goto done;
-    for (int i = 0; i < e->warmup; i++) {
-        if (e->flush && CU(cudaMemsetAsync(e->flush, i & 0xff, e->flush_bytes, e->stream)))
-            goto done;
-        if (fn(arg, i % nsets)) goto done;
-    }
-    /* sample i: from ev[2i] to ev[2i+1], one call; the L2 scrub (flush mode)
-     * runs between samples, outside them */
-    for (int i = 0; i < iters; i++) {
-        if (e->flush && CU(cudaMemsetAsync(e->flush, i & 0xff, e->flush_bytes, e->stream)))
-            goto done;
-        if (CU(cudaEventRecord(ev[2 * i], e->stream))) goto done;
-        if (fn(arg, i % nsets)) goto done;
-        if (CU(cudaEventRecord(ev[2 * i + 1], e->stream))) goto done;
-    }
-    if (CU(cudaEventSynchronize(ev[2 * iters - 1]))) goto done;
+/* Median, min and mean of samples whose events are ev[2 * (i * stride +
+ * off)] .. ev[... + 1], i < iters; t: scratch for iters values. */
+static int summarize(cudaEvent_t *ev, int iters, int stride, int off, double *t, bc_timing *out) {
     double sum = 0;
     for (int i = 0; i < iters; i++) {
         float ms = 0;
-        if (CU(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]))) goto done;
+        int k = 2 * (i * stride + off);
+        if (CU(cudaEventElapsedTime(&ms, ev[k], ev[k + 1]))) return 1;
         t[i] = ms;
         sum += ms;
     }
@@ -88,13 +69,64 @@ int bc_time(const bc_env *e, int nsets, int (*fn)(void *arg, int set), void *arg
     out->min_ms = t[0];
     out->mean_ms = sum / iters;
     out->iters = iters;
+    return 0;
+}
+
+/* The timing loop of bc_time (nf 1) and bc_time_pair (nf 2): sample i of
+ * function j runs between ev[2 (i nf + j)] and the next event; the L2
+ * scrub (flush mode) runs before each, outside it. */
+static int time_fns(const bc_env *e, int nsets, int nf, int (*const *fn)(void *, int),
+                    void *const *arg, bc_timing *out) {
+    int iters = e->iters, rc = 1, nev = 2 * iters * nf;
+    for (int j = 0; j < nf; j++)
+        memset(&out[j], 0, sizeof out[j]);
+    cudaEvent_t *ev = calloc((size_t)nev, sizeof *ev);
+    double *t = malloc(sizeof *t * (size_t)iters);
+    if (!ev || !t) goto done;
+    for (int i = 0; i < nev; i++)
+        if (CU(cudaEventCreate(&ev[i]))) goto done;
+    for (int i = 0; i < e->warmup; i++)
+        for (int j = 0; j < nf; j++) {
+            if (e->flush && CU(cudaMemsetAsync(e->flush, i & 0xff, e->flush_bytes, e->stream)))
+                goto done;
+            if (fn[j](arg[j], i % nsets)) goto done;
+        }
+    for (int i = 0; i < iters; i++)
+        for (int j = 0; j < nf; j++) {
+            int k = 2 * (i * nf + j);
+            if (e->flush && CU(cudaMemsetAsync(e->flush, i & 0xff, e->flush_bytes, e->stream)))
+                goto done;
+            if (CU(cudaEventRecord(ev[k], e->stream))) goto done;
+            if (fn[j](arg[j], i % nsets)) goto done;
+            if (CU(cudaEventRecord(ev[k + 1], e->stream))) goto done;
+        }
+    if (CU(cudaEventSynchronize(ev[nev - 1]))) goto done;
+    for (int j = 0; j < nf; j++)
+        if (summarize(ev, iters, nf, j, t, &out[j])) goto done;
     rc = 0;
 done:
     if (ev)
-        for (int i = 0; i < 2 * iters; i++)
+        for (int i = 0; i < nev; i++)
             if (ev[i]) cudaEventDestroy(ev[i]);
     free(ev);
     free(t);
+    return rc;
+}
+
+int bc_time(const bc_env *e, int nsets, int (*fn)(void *arg, int set), void *arg, bc_timing *out) {
+    int (*const fns[1])(void *, int) = {fn};
+    void *const args[1] = {arg};
+    return time_fns(e, nsets, 1, fns, args, out);
+}
+
+int bc_time_pair(const bc_env *e, int nsets, int (*fa)(void *arg, int set), void *aa,
+                 int (*fb)(void *arg, int set), void *ab, bc_timing *out_a, bc_timing *out_b) {
+    int (*const fns[2])(void *, int) = {fa, fb};
+    void *const args[2] = {aa, ab};
+    bc_timing out[2];
+    int rc = time_fns(e, nsets, 2, fns, args, out);
+    *out_a = out[0];
+    *out_b = out[1];
     return rc;
 }
 

@@ -195,6 +195,10 @@ void bc_json_result(FILE *f, const bc_result *r, int legacy) {
     fprintf(f, ", ");
     num_or_null(f, "mean_ms", r->t.mean_ms, r->ok);
     fprintf(f, ", ");
+    if (r->pair.iters) { /* the op it was timed against, call for call */
+        num_or_null(f, "pair_median_ms", r->pair.median_ms, r->ok);
+        fprintf(f, ", ");
+    }
     num_or_null(f, "rel_err", r->err, r->ran && r->err >= 0 && r->err < 1e30);
     fprintf(f, ", \"create_ms\": %.3f, \"why\": ", r->create_ms);
     bc_json_str(f, r->why);

@@ -527,6 +527,68 @@ static void legacy_fused_from_profile(void **state) {
     remove(path);
 }
 
+/* The graph-pw path (cuDNN's runtime-fusion form: an FP32 bias, an
+ * identity tail on an op with nothing to fuse), first among cuDNN's
+ * candidates without tuning: every activation, padded K lanes, odd C,
+ * stride 2, a batch of 2, no bias; then the same ops rebuilt from a saved
+ * profile. */
+static void graph_pw_matches_and_round_trips(void **state) {
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    fv_test_seed(4242);
+    const uint32_t fl = FV_CONV2D_NO_DIRECT;
+    const conv_case cases[] = {
+        {1, 32, 32, 64, 64, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, fl},
+        {1, 32, 32, 64, 64, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 0, fl},
+        {1, 32, 32, 64, 64, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 1, fl},
+        {1, 24, 24, 32, 13, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, fl}, /* padded K lanes */
+        {1, 24, 24, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 1, fl},
+        {1, 24, 24, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0.5f, 1, fl},
+        {1, 24, 24, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, fl},
+        {1, 30, 26, 5, 16, 5, 5, 2, 2, 1, 1, FV_ACT_RELU, 0, 1, fl}, /* odd C, stride 2 */
+        {2, 16, 16, 128, 128, 7, 7, 1, 3, 1, 1, FV_ACT_RELU, 0, 1, fl},
+    };
+    enum { NCASES = sizeof cases / sizeof cases[0] };
+    char paths[NCASES][16];
+    int taken = 0;
+    for (size_t i = 0; i < NCASES; i++) {
+        double e = run_case(&cases[i], 1);
+        if (!(e <= 2e-3)) fail_msg("case %zu: error %.3e", i, e);
+        snprintf(paths[i], sizeof paths[i], "%s", last_info.path);
+        if (strcmp(last_info.path, "graph-pw") == 0) {
+            taken++;
+            assert_true(last_info.fused && last_info.tensor_cores);
+        }
+    }
+    fv_context_info ci;
+    FV_ASSERT_OK(fv_context_info_get(gpu, &ci));
+    printf("  graph-pw taken by %d of %d ops (SM %d.%d, cuDNN %d)\n", taken, NCASES, ci.sm_major,
+           ci.sm_minor, ci.cudnn_loaded);
+    /* seen on the H100 with cuDNN 9.14 and 9.19: the runtime-fusion engine
+     * builds these graphs; older GPUs and libraries may have none */
+    if (ci.sm_major >= 9 && ci.cudnn_loaded >= 91400) assert_true(taken >= NCASES / 2);
+
+    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+    fv_context *ctx2 = NULL, *saved = gpu;
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+    gpu = ctx2;
+    for (size_t i = 0; i < NCASES; i++) {
+        conv_case cc = cases[i];
+        cc.flags = 0; /* the profile decides */
+        double e = run_case(&cc, 0);
+        if (strcmp(last_info.path, paths[i]) != 0 || !strstr(last_info.choice, "profile"))
+            fail_msg("case %zu: from the profile %s (%s), was %s", i, last_info.path,
+                     last_info.choice, paths[i]);
+        if (!(e <= 2e-3)) fail_msg("case %zu (profile): error %.3e", i, e);
+    }
+    gpu = saved;
+    fv_context_destroy(ctx2);
+    remove(path);
+}
+
 /* Ops outside the direct kernel's range are refused with the reason. */
 static void direct_kernel_refuses_what_it_cannot_run(void **state) {
     static float w[72 * 8 * 9];
@@ -867,6 +929,7 @@ int main(void) {
         cmocka_unit_test(direct_kernel_matches_cpu_reference),
         cmocka_unit_test(direct_kernel_variants_from_profile),
         cmocka_unit_test(legacy_fused_from_profile),
+        cmocka_unit_test(graph_pw_matches_and_round_trips),
         cmocka_unit_test(gemm_kernel_variants_from_profile),
         cmocka_unit_test(gemm_kernel_is_deterministic_and_capturable),
         cmocka_unit_test(direct_kernel_refuses_what_it_cannot_run),

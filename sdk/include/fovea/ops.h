@@ -91,7 +91,9 @@ fv_status fv_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
 
 /* How a convolution runs: the path and engine chosen at creation. */
 typedef struct fv_conv2d_info {
-    /* "graph" (cuDNN graph API, fused), "graph-split" (bare graph + fovea's
+    /* "graph" (cuDNN graph API, fused), "graph-pw" (the graph in the form
+     * cuDNN's runtime-fusion engines take: FP32 bias, an identity tail
+     * when there is nothing to fuse), "graph-split" (bare graph + fovea's
      * epilogue kernel), "legacy" (cudnnConvolutionForward + epilogue),
      * "legacy-fused" (cudnnConvolutionBiasActivationForward), "direct"
      * (fovea's own tensor-core kernel), "gemm" (fovea's split-reduction

@@ -59,6 +59,7 @@ static bool name_ok(const char *s, size_t n) {
 /* What is wrong with c, or NULL. */
 const char *fv__engine_path_name(fv__engine_path p) {
     return p == FV__PATH_GRAPH          ? "graph"
+           : p == FV__PATH_GRAPH_PW     ? "graph-pw"
            : p == FV__PATH_GRAPH_SPLIT  ? "graph-split"
            : p == FV__PATH_LEGACY       ? "legacy"
            : p == FV__PATH_DIRECT       ? "direct"
@@ -72,8 +73,9 @@ static const char *choice_problem(const fv__engine_choice *c) {
         return "key must be 1..191 printable characters without spaces";
     if (c->path != FV__PATH_GRAPH && c->path != FV__PATH_LEGACY &&
         c->path != FV__PATH_GRAPH_SPLIT && c->path != FV__PATH_DIRECT &&
-        c->path != FV__PATH_LEGACY_FUSED && c->path != FV__PATH_GEMM)
-        return "path must be graph, graph-split, legacy, legacy-fused, direct or gemm";
+        c->path != FV__PATH_LEGACY_FUSED && c->path != FV__PATH_GEMM &&
+        c->path != FV__PATH_GRAPH_PW)
+        return "path must be graph, graph-pw, graph-split, legacy, legacy-fused, direct or gemm";
     if (c->cdecl_ < 1 || c->cdecl_ > MAX_CDECL) return "cdecl must be 1..65536";
     if (c->engine < 0) return "engine must be >= 0";
     if (c->nknobs < 0 || c->nknobs > FV__PROFILE_MAX_KNOBS) return "more than 16 knobs";
@@ -247,6 +249,7 @@ static fv_status parse_fields(loader *L, char *rest, fv__engine_choice *c) {
         switch (f) {
         case 0:
             c->path = strcmp(v, "graph") == 0          ? FV__PATH_GRAPH
+                      : strcmp(v, "graph-pw") == 0     ? FV__PATH_GRAPH_PW
                       : strcmp(v, "graph-split") == 0  ? FV__PATH_GRAPH_SPLIT
                       : strcmp(v, "legacy") == 0       ? FV__PATH_LEGACY
                       : strcmp(v, "direct") == 0       ? FV__PATH_DIRECT

@@ -52,7 +52,9 @@ static int graph_candidates(fv_conv2d *op, const fv__conv_form *f, fv__engine_pa
         c.choice.cdecl_ = f->cd;
         snprintf(c.engine, sizeof c.engine, "eng%lld", (long long)c.choice.engine);
         snprintf(c.how, sizeof c.how, "heuristics %s #%d of %d%s", mode_name, i, got,
-                 path == FV__PATH_GRAPH_SPLIT ? ", bare conv + epilogue" : "");
+                 path == FV__PATH_GRAPH_SPLIT ? ", bare conv + epilogue"
+                 : path == FV__PATH_GRAPH_PW  ? ", runtime-fusion form"
+                                              : "");
         out[(*n)++] = c;
     }
     for (int i = 0; i < MAX_CFGS; i++)
@@ -326,12 +328,11 @@ fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
         out->f = forms[i];
         out->choice = *e;
         out->path = e->path;
-        if (e->path == FV__PATH_GRAPH || e->path == FV__PATH_GRAPH_SPLIT) {
+        if (fv__conv_uses_graph(e->path)) {
             fv__conv_graph g;
             fv__bdesc cfg = NULL;
             int64_t ws = 0;
-            cudnnStatus_t s =
-                fv__conv_graph_build(op, &forms[i], e->path == FV__PATH_GRAPH_SPLIT, h, &g);
+            cudnnStatus_t s = fv__conv_graph_build(op, &forms[i], e->path, h, &g);
             if (!s) s = fv__conv_cfg_from_choice(g.graph, e, &cfg);
             if (!s) s = fv__conv_plan(cfg, h, &out->plan, &ws);
             if (!s) fv__conv_cfg_describe(cfg, &out->choice, &out->tensor_cores);
@@ -371,12 +372,13 @@ fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
     return FV_ERR_NOT_SUPPORTED;
 }
 
-/* cuDNN's candidates of form f into out[*n..]: the fused graph, then (when
- * there is an epilogue) the bare conv graph with fovea's epilogue kernel:
- * list A of each first, the fallback lists after (their engines are often
- * slow, without tensor cores); then the legacy API (always when tuning, else
- * when no graph runs), and when tuning each legacy algo again through the
- * fused legacy call. Appends what it found to why. */
+/* cuDNN's candidates of form f into out[*n..]: the graph in the
+ * runtime-fusion form (graph-pw, where it differs), the fused graph, then
+ * (when there is an epilogue) the bare conv graph with fovea's epilogue
+ * kernel: list A of each first, the fallback lists after (their engines are
+ * often slow, without tensor cores); then the legacy API (always when
+ * tuning, else when no graph runs), and when tuning each legacy algo again
+ * through the fused legacy call. Appends what it found to why. */
 void fv__conv_cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, fv__conv_cand *out,
                                int *n, int max, fv__conv_legacy *l, const char *sep, char *why,
                                size_t why_n) {
@@ -384,27 +386,36 @@ void fv__conv_cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, 
     const fv_conv2d_desc *d = &op->desc;
     cudnnHandle_t h = fv__cuda_cudnn(ctx);
     int too_big = 0, offered = 0;
-    int split = op->has_bias || d->activation != FV_ACT_IDENTITY;
-    fv__conv_graph g, gb;
-    cudnnStatus_t gs = fv__conv_graph_build(op, f, 0, h, &g);
-    cudnnStatus_t bs = split ? fv__conv_graph_build(op, f, 1, h, &gb) : CUDNN_STATUS_NOT_SUPPORTED;
+    int split = op->has_bias || d->activation != FV_ACT_IDENTITY,
+        pw = fv__conv_graph_pw_differs(op);
+    static const fv__engine_path paths[3] = {FV__PATH_GRAPH_PW, FV__PATH_GRAPH,
+                                             FV__PATH_GRAPH_SPLIT};
+    fv__conv_graph gr[3];
+    cudnnStatus_t gst[3];
+    for (int i = 0; i < 3; i++) {
+        int want = i == 1 || (i == 0 && pw) || (i == 2 && split);
+        gst[i] =
+            want ? fv__conv_graph_build(op, f, paths[i], h, &gr[i]) : CUDNN_STATUS_NOT_SUPPORTED;
+        if (!want) memset(&gr[i], 0, sizeof gr[i]);
+    }
+    cudnnStatus_t gs = gst[1];
     /* list A, the fallback list, and when tuning list B (more configs, a
      * slower query; repeats of A's are dropped) */
     static const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK,
                                                    CUDNN_HEUR_MODE_B};
     static const char *mode_names[] = {"A", "fallback", "B"};
-    for (int pass = 0; pass < 6; pass++) {
-        int is_split = pass & 1, m = pass / 2;
-        if ((is_split ? bs : gs) != CUDNN_STATUS_SUCCESS) continue;
+    for (int pass = 0; pass < 9; pass++) {
+        int gi = pass % 3, m = pass / 3;
+        if (gst[gi] != CUDNN_STATUS_SUCCESS) continue;
         if (!tune && *n > 0) break;
         if (!tune && m == 2) continue;
-        if (tune && modes[m] == CUDNN_HEUR_MODE_FALLBACK && is_split) continue;
-        offered += graph_candidates(op, f, is_split ? FV__PATH_GRAPH_SPLIT : FV__PATH_GRAPH,
-                                    is_split ? gb.graph : g.graph, modes[m], mode_names[m], !tune,
+        if (tune && modes[m] == CUDNN_HEUR_MODE_FALLBACK && paths[gi] == FV__PATH_GRAPH_SPLIT)
+            continue;
+        offered += graph_candidates(op, f, paths[gi], gr[gi].graph, modes[m], mode_names[m], !tune,
                                     out, n, max, &too_big);
     }
-    fv__conv_graph_destroy(&g);
-    if (split) fv__conv_graph_destroy(&gb);
+    for (int i = 0; i < 3; i++)
+        fv__conv_graph_destroy(&gr[i]);
     int nlegacy_from = *n;
     if (tune || *n == 0) {
         fv_status ls = legacy_candidates(op, f, l, !tune, out, n, max);

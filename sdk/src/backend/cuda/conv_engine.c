@@ -51,7 +51,7 @@ typedef struct vp_entry {
 typedef struct conv_state {
     fv__conv_cand c;   /* the chosen way to run (owns its plan) */
     fv__conv_legacy l; /* legacy descriptors (legacy and legacy-fused paths) */
-    void *w, *b;       /* device FP16 weights [kp][r][s][wc], bias [kp] (or NULL) */
+    void *w, *b;       /* device FP16 weights [kp][r][s][wc], bias (fv__conv_bias_bytes) */
     vp_entry vps[VP_CACHE];
     int vp_next;
     void *counters; /* the gemm path's tile counters (device pool) */
@@ -198,20 +198,23 @@ static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const flo
     fv_pool *dev = op->ctx->pools[FV_POOL_DEVICE];
     size_t nw = (size_t)f->kp * d->r * (f->kr ? (size_t)f->kr : (size_t)d->s * f->wc);
     *w = *b = NULL;
-    fv_half *hw = malloc((nw + (size_t)f->kp) * sizeof *hw);
+    size_t bb = fv__conv_bias_bytes(f->kp); /* FP16, then FP32 (graph-pw) */
+    fv_half *hw = malloc(nw * sizeof *hw + bb);
     FV_REQUIRE(hw, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory for the weights");
     pack_weights(op, f, weights, hw);
-    fv_half *hb = hw + nw;
-    memset(hb, 0, (size_t)f->kp * sizeof *hb);
+    unsigned char *hb = (unsigned char *)(hw + nw);
+    memset(hb, 0, bb);
+    float *hb32 = (float *)(void *)(hb + FV_ROUND_UP((size_t)f->kp * 2, FV_ALIGN));
     if (bias)
-        for (int k = 0; k < d->k; k++)
-            hb[k] = fv_f32_to_f16(bias[k]);
+        for (int k = 0; k < d->k; k++) {
+            ((fv_half *)(void *)hb)[k] = fv_f32_to_f16(bias[k]);
+            hb32[k] = bias[k];
+        }
     fv_status s = fv_pool_alloc(dev, nw * sizeof *hw, w);
-    if (s == FV_OK) s = fv_pool_alloc(dev, (size_t)f->kp * sizeof *hb, b);
+    if (s == FV_OK) s = fv_pool_alloc(dev, bb, b);
     if (s == FV_OK) {
         cudaError_t e = cudaMemcpy(*w, hw, nw * sizeof *hw, cudaMemcpyHostToDevice);
-        if (e == cudaSuccess)
-            e = cudaMemcpy(*b, hb, (size_t)f->kp * sizeof *hb, cudaMemcpyHostToDevice);
+        if (e == cudaSuccess) e = cudaMemcpy(*b, hb, bb, cudaMemcpyHostToDevice);
         if (e != cudaSuccess) s = fv__cuda_fail(e, "cudaMemcpy(weights)", __FILE__, __LINE__);
     }
     free(hw);
@@ -242,7 +245,8 @@ static void warm_up(fv_conv2d *op, conv_state *st) {
     if (fv_pool_alloc(dev, xb, &x) == FV_OK && fv_pool_alloc(dev, yb, &y) == FV_OK &&
         cudaMemsetAsync(x, 0, xb, fv__cuda_stream(ctx)) == cudaSuccess &&
         (!fv__conv_uses_graph(st->c.path) ||
-         fv__conv_variant_pack(st->c.path == FV__PATH_GRAPH && op->has_bias, x, st->w, y, st->b, ws,
+         fv__conv_variant_pack(x, st->w, y,
+                               fv__conv_graph_bias(st->c.path, op->has_bias, st->b, st->c.f.kp), ws,
                                &vp) == CUDNN_STATUS_SUCCESS) &&
         fv__conv_run(op, &st->c, &st->l, vp, x, y, st->w, st->b, ws) == FV_OK) {
         cudaStreamSynchronize(fv__cuda_stream(ctx));
@@ -349,7 +353,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
     /* 2./3. candidates per formulation */
     for (int fi = 0; fi < nf; fi++) {
         const fv__conv_form *f = &forms[fi];
-        enum { MAXC = 160 };
+        enum { MAXC = 256 };
         fv__conv_cand *c = calloc(MAXC, sizeof *c);
         FV_REQUIRE(c, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
         int n = 0;
@@ -460,8 +464,8 @@ static fv_status variant_pack(fv_conv2d *op, conv_state *st, const void *x, void
     st->vp_next = (st->vp_next + 1) % VP_CACHE;
     if (e->vp) cudnnBackendDestroyDescriptor(e->vp);
     e->vp = NULL;
-    FV_CUDNN_TRY(fv__conv_variant_pack(st->c.path == FV__PATH_GRAPH && op->has_bias, x, st->w, y,
-                                       st->b, ws, &e->vp));
+    FV_CUDNN_TRY(fv__conv_variant_pack(
+        x, st->w, y, fv__conv_graph_bias(st->c.path, op->has_bias, st->b, st->c.f.kp), ws, &e->vp));
     e->x = x;
     e->y = y;
     e->ws = ws;
@@ -501,8 +505,9 @@ void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out) {
     snprintf(out->choice, sizeof out->choice, "%.63s", st->c.how);
     snprintf(out->layout, sizeof out->layout, "%.63s", st->c.f.name);
     out->tensor_cores = st->c.tensor_cores;
-    out->fused = st->c.path == FV__PATH_GRAPH || st->c.path == FV__PATH_DIRECT ||
-                 st->c.path == FV__PATH_LEGACY_FUSED || st->c.path == FV__PATH_GEMM;
+    out->fused = st->c.path == FV__PATH_GRAPH || st->c.path == FV__PATH_GRAPH_PW ||
+                 st->c.path == FV__PATH_DIRECT || st->c.path == FV__PATH_LEGACY_FUSED ||
+                 st->c.path == FV__PATH_GEMM;
     out->workspace_bytes = st->c.ws;
     out->measured_ms = isfinite(st->ms) ? st->ms : 0.0f;
     out->candidates = st->candidates;

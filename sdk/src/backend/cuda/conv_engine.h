@@ -44,7 +44,24 @@ typedef struct fv__conv_cand {
 /* Whether candidates of path p run a cuDNN graph plan (need a variant pack);
  * the legacy and legacy-fused paths do not. */
 static inline int fv__conv_uses_graph(fv__engine_path p) {
-    return p == FV__PATH_GRAPH || p == FV__PATH_GRAPH_SPLIT;
+    return p == FV__PATH_GRAPH || p == FV__PATH_GRAPH_SPLIT || p == FV__PATH_GRAPH_PW;
+}
+
+/* The device bias: kp FP16 values, then (at the next 128-byte boundary) the
+ * same kp values in FP32 for the graph-pw path. */
+static inline size_t fv__conv_bias_bytes(int kp) {
+    return FV_ROUND_UP((size_t)kp * 2, FV_ALIGN) + (size_t)kp * 4;
+}
+static inline const void *fv__conv_bias_f32(const void *b, int kp) {
+    return b ? (const char *)b + FV_ROUND_UP((size_t)kp * 2, FV_ALIGN) : NULL;
+}
+
+/* The bias pointer a graph candidate's variant pack binds, or NULL when its
+ * graph has no bias tensor. */
+static inline const void *fv__conv_graph_bias(fv__engine_path p, int has_bias, const void *b,
+                                              int kp) {
+    if (!has_bias || (p != FV__PATH_GRAPH && p != FV__PATH_GRAPH_PW)) return NULL;
+    return p == FV__PATH_GRAPH_PW ? fv__conv_bias_f32(b, kp) : b;
 }
 
 /* Descriptors of one graph, destroyed together. */
@@ -54,10 +71,14 @@ typedef struct fv__conv_graph {
     fv__bdesc graph;
 } fv__conv_graph;
 
-/* bare: the convolution alone (bias and activation left to the epilogue
- * kernel: the graph-split path). */
-cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f, int bare,
-                                   cudnnHandle_t h, fv__conv_graph *g);
+/* The graph of a path: graph (conv -> bias add -> activation, FP32
+ * intermediates, FP16 bias), graph-split (the convolution alone: bias and
+ * activation left to the epilogue kernel) or graph-pw (as graph with an FP32
+ * bias; an identity tail when the op has neither bias nor activation). */
+cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f,
+                                   fv__engine_path path, cudnnHandle_t h, fv__conv_graph *g);
+/* Whether graph-pw differs from graph for op (a bias, or nothing to fuse). */
+int fv__conv_graph_pw_differs(const fv_conv2d *op);
 void fv__conv_graph_destroy(fv__conv_graph *g);
 /* Engine configs of a heuristics mode, best first, into cfgs (created here;
  * destroy each). Returns how many (0 on any failure). */
@@ -91,9 +112,10 @@ void fv__conv_legacy_destroy(fv__conv_legacy *l);
 int fv__conv_legacy_fusable(const fv_conv2d *op, cudnnConvolutionFwdAlgo_t algo);
 const char *fv__conv_algo_name(int algo);
 
-/* A variant pack binding device pointers to the graph's tensors. */
-cudnnStatus_t fv__conv_variant_pack(int has_bias, const void *x, const void *w, void *y,
-                                    const void *b, void *ws, fv__bdesc *vp);
+/* A variant pack binding device pointers to the graph's tensors; b: the
+ * bias tensor's (fv__conv_graph_bias), NULL when the graph has none. */
+cudnnStatus_t fv__conv_variant_pack(const void *x, const void *w, void *y, const void *b, void *ws,
+                                    fv__bdesc *vp);
 /* Runs a candidate once on the context's stream: graph candidates through vp
  * (made for the same pointers), legacy and legacy-fused ones through l (b: kp
  * halves, zeros when the op has no bias); then the epilogue the path needs.

@@ -16,11 +16,11 @@ static int cmp_float(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-cudnnStatus_t fv__conv_variant_pack(int has_bias, const void *x, const void *w, void *y,
-                                    const void *b, void *ws, fv__bdesc *vp) {
+cudnnStatus_t fv__conv_variant_pack(const void *x, const void *w, void *y, const void *b, void *ws,
+                                    fv__bdesc *vp) {
     int64_t uids[4] = {1, 2, 4, 3}; /* X, W, Y, B */
     void *ptrs[4] = {(void *)x, (void *)w, y, (void *)b};
-    int64_t n = has_bias ? 4 : 3;
+    int64_t n = b ? 4 : 3;
     cudnnStatus_t s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, vp);
     if (!s)
         s = cudnnBackendSetAttribute(*vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n,
@@ -54,7 +54,7 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
                                       op->has_bias ? b : NULL, d->activation, d->activation_alpha,
                                       early);
     }
-    if (c->path == FV__PATH_GRAPH) {
+    if (c->path == FV__PATH_GRAPH || c->path == FV__PATH_GRAPH_PW) {
         FV_CUDNN_TRY(cudnnBackendExecute(h, c->plan, vp));
         if (d->activation == FV_ACT_SIGMOID && c->f.kp > d->k)
             return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL,
@@ -150,8 +150,9 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
         fv_status rs = FV_OK;
         fv__bdesc vp = NULL;
         if (fv__conv_uses_graph(cands[i].path) &&
-            fv__conv_variant_pack(cands[i].path == FV__PATH_GRAPH && op->has_bias, x, w, y, b, ws,
-                                  &vp) != CUDNN_STATUS_SUCCESS)
+            fv__conv_variant_pack(
+                x, w, y, fv__conv_graph_bias(cands[i].path, op->has_bias, b, cands[i].f.kp), ws,
+                &vp) != CUDNN_STATUS_SUCCESS)
             continue;
         for (int k = 0; rs == FV_OK && k < TUNE_WARMUP; k++)
             rs = fv__conv_run(op, &cands[i], legacy, vp, x, y, w, b, ws);
