@@ -14,48 +14,65 @@ void fv__conv_cand_free(fv__conv_cand *c) {
     c->plan = NULL;
 }
 
+/* Whether out[0..n) already holds path's config e on form f. */
+static int has_config(const fv__conv_cand *out, int n, fv__engine_path path, const fv__conv_form *f,
+                      const fv__engine_choice *e) {
+    for (int j = 0; j < n; j++)
+        if (out[j].path == path && out[j].f.cd == f->cd && out[j].f.groups == f->groups &&
+            out[j].choice.engine == e->engine && out[j].choice.nknobs == e->nknobs &&
+            !memcmp(out[j].choice.knob_value, e->knob_value, sizeof(int64_t) * (size_t)e->nknobs))
+            return 1;
+    return 0;
+}
+
+/* Appends the candidate of graph config cfg (path, form f) to out[*n] unless
+ * its plan does not finalize, its workspace is over the limit (counted in
+ * *too_big) or out already holds it. how: its origin (a format taking the
+ * engine name). Returns 1 when appended. */
+static int add_graph_candidate(fv_conv2d *op, const fv__conv_form *f, fv__engine_path path,
+                               fv__bdesc cfg, const char *how, fv__conv_cand *out, int *n,
+                               int *too_big) {
+    fv_context *ctx = op->ctx;
+    fv__conv_cand c;
+    memset(&c, 0, sizeof c);
+    int64_t ws = 0;
+    if (fv__conv_plan(cfg, fv__cuda_cudnn(ctx), &c.plan, &ws)) return 0;
+    if ((size_t)ws > ctx->workspace_limit) {
+        (*too_big)++;
+        fv__conv_cand_free(&c);
+        return 0;
+    }
+    fv__conv_cfg_describe(cfg, &c.choice, &c.tensor_cores);
+    if (has_config(out, *n, path, f, &c.choice)) { /* the fallback list repeats list A's */
+        fv__conv_cand_free(&c);
+        return 0;
+    }
+    c.path = path;
+    c.f = *f;
+    c.ws = (size_t)ws;
+    c.choice.path = path;
+    c.choice.cdecl_ = f->cd;
+    snprintf(c.engine, sizeof c.engine, "eng%lld", (long long)c.choice.engine);
+    snprintf(c.how, sizeof c.how, "%s%s", how,
+             path == FV__PATH_GRAPH_SPLIT ? ", bare conv + epilogue"
+             : path == FV__PATH_GRAPH_PW  ? ", runtime-fusion form"
+                                          : "");
+    out[(*n)++] = c;
+    return 1;
+}
+
 /* Graph candidates of form f from one heuristics mode into out[*n..]; stops
  * after the first when first_only. Returns how many configs were offered. */
 static int graph_candidates(fv_conv2d *op, const fv__conv_form *f, fv__engine_path path,
                             fv__bdesc graph, cudnnBackendHeurMode_t mode, const char *mode_name,
                             int first_only, fv__conv_cand *out, int *n, int max, int *too_big) {
-    fv_context *ctx = op->ctx;
     fv__bdesc cfgs[MAX_CFGS] = {0};
     int got = fv__conv_graph_configs(graph, mode, cfgs, MAX_CFGS);
     for (int i = 0; i < got; i++) {
         if (*n >= max || (first_only && *n > 0)) break;
-        fv__conv_cand c;
-        memset(&c, 0, sizeof c);
-        int64_t ws = 0;
-        if (fv__conv_plan(cfgs[i], fv__cuda_cudnn(ctx), &c.plan, &ws)) continue;
-        if ((size_t)ws > ctx->workspace_limit) {
-            (*too_big)++;
-            fv__conv_cand_free(&c);
-            continue;
-        }
-        fv__conv_cfg_describe(cfgs[i], &c.choice, &c.tensor_cores);
-        int dup = 0; /* the fallback list repeats engines of list A */
-        for (int j = 0; j < *n && !dup; j++)
-            dup = out[j].path == path && out[j].f.cd == f->cd && out[j].f.groups == f->groups &&
-                  out[j].choice.engine == c.choice.engine &&
-                  out[j].choice.nknobs == c.choice.nknobs &&
-                  !memcmp(out[j].choice.knob_value, c.choice.knob_value,
-                          sizeof(int64_t) * (size_t)c.choice.nknobs);
-        if (dup) {
-            fv__conv_cand_free(&c);
-            continue;
-        }
-        c.path = path;
-        c.f = *f;
-        c.ws = (size_t)ws;
-        c.choice.path = path;
-        c.choice.cdecl_ = f->cd;
-        snprintf(c.engine, sizeof c.engine, "eng%lld", (long long)c.choice.engine);
-        snprintf(c.how, sizeof c.how, "heuristics %s #%d of %d%s", mode_name, i, got,
-                 path == FV__PATH_GRAPH_SPLIT ? ", bare conv + epilogue"
-                 : path == FV__PATH_GRAPH_PW  ? ", runtime-fusion form"
-                                              : "");
-        out[(*n)++] = c;
+        char how[64];
+        snprintf(how, sizeof how, "heuristics %s #%d of %d", mode_name, i, got);
+        add_graph_candidate(op, f, path, cfgs[i], how, out, n, too_big);
     }
     for (int i = 0; i < MAX_CFGS; i++)
         if (cfgs[i]) cudnnBackendDestroyDescriptor(cfgs[i]);
@@ -404,8 +421,14 @@ void fv__conv_cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, 
     static const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK,
                                                    CUDNN_HEUR_MODE_B};
     static const char *mode_names[] = {"A", "fallback", "B"};
+    /* without timing, graph-pw's pick first for 64+ output channels (H100:
+     * eng4 on 128x128x128 -> 128 3x3, 7x7, 11x11 and 512x512x32 -> 64 5x5/2
+     * ran 1.0-1.6x faster than the plain graph's pick), else the plain
+     * graph's (1024x1024x32 -> 32 3x3: 0.106 ms vs graph-pw's eng7 0.169) */
+    static const int pw_first[3] = {0, 1, 2}, graph_first[3] = {1, 0, 2};
+    const int *order = tune || f->kp >= 64 ? pw_first : graph_first;
     for (int pass = 0; pass < 9; pass++) {
-        int gi = pass % 3, m = pass / 3;
+        int gi = order[pass % 3], m = pass / 3;
         if (gst[gi] != CUDNN_STATUS_SUCCESS) continue;
         if (!tune && *n > 0) break;
         if (!tune && m == 2) continue;

@@ -1,7 +1,11 @@
 /* Convolution on the CUDA backend.
  *
  * One fused cuDNN graph per op: conv_fprop (FP16 NHWC in, FP32 compute) ->
- * bias add -> activation -> FP16 NHWC out (conv_graph.c). Channels are
+ * bias add -> activation -> FP16 NHWC out (conv_graph.c), in two forms: the
+ * plain graph (FP16 bias) and graph-pw (FP32 bias; an identity tail when
+ * there is nothing to fuse), the only form cuDNN's runtime-fusion engines
+ * take (on the H100 its eng4 is the fastest engine for most deep layers,
+ * bare or fused). Channels are
  * stored padded to 8; padded weights and bias are zero, so padded output
  * lanes hold act(0): 0 for every activation but sigmoid, which a small
  * kernel fixes up.
@@ -10,7 +14,8 @@
  *  1. the context's profile (fovea-calibrate, or earlier autotuning): the
  *     engine is rebuilt from its index and knobs, no heuristics, no timing;
  *  2. with FV_CONV2D_AUTOTUNE: every config of heuristics A, the fallback
- *     list and heuristics B, for each way of declaring the input channels (as they are,
+ *     list and heuristics B, of each graph (graph-pw, plain, and bare +
+ *     epilogue kernel), for each way of declaring the input channels (as they are,
  *     padded to 4, padded to 8), plus the legacy algorithms (each also
  *     through cudnnConvolutionBiasActivationForward when the op has a bias
  *     or an activation), plus fovea's direct kernel (kernels/conv_direct.cu:
@@ -19,7 +24,8 @@
  *     timed; fastest kept;
  *  3. otherwise the direct kernel where it is known to win (direct_preferred),
  *     or the GEMM (fv__conv_gemm_offered's preferred), else heuristics A,
- *     then the fallback list, then the legacy API (cudnnConvolutionForward +
+ *     then the fallback list (graph-pw's configs first for 64+ output channels,
+ *     else the plain graph's), then the legacy API (cudnnConvolutionForward +
  *     an epilogue kernel), then the direct kernel.
  * FV_CONV2D_NO_DIRECT leaves fovea's kernels out (cuDNN only);
  * FV_CONV2D_DIRECT takes the direct kernel and nothing else (and no
