@@ -128,7 +128,8 @@ static void round_trip(void **state) {
     assert_string_equal(fv__engine_path_name(FV__PATH_LEGACY_FUSED), "legacy-fused");
     assert_string_equal(fv__engine_path_name(FV__PATH_GEMM), "gemm");
     assert_string_equal(fv__engine_path_name(FV__PATH_GRAPH_PW), "graph-pw");
-    assert_string_equal(fv__engine_path_name((fv__engine_path)8), "none");
+    assert_string_equal(fv__engine_path_name(FV__PATH_GRAPH_PW16), "graph-pw16");
+    assert_string_equal(fv__engine_path_name((fv__engine_path)9), "none");
 }
 
 static void find_and_replace(void **state) {
@@ -242,6 +243,7 @@ static void conv_keys(void **state) {
 #define E3  "conv c path=legacy-fused cdecl=8 engine=1 ws=64 ms=0.25 how=autotune knobs=-\n"
 #define E4  "conv d path=gemm cdecl=128 engine=3216 ws=2097152 ms=0.006 how=autotune knobs=-\n"
 #define E5  "conv e path=graph-pw cdecl=128 engine=4 ws=0 ms=0.045 how=autotune knobs=1:0,2:3\n"
+#define E6  "conv f path=graph-pw16 cdecl=64 engine=4 ws=0 ms=0.01 how=autotune knobs=24:46\n"
 
 /* Loads text; expects status want and a reason containing both needles. */
 static void expect_load(const char *text, size_t len, fv_status want, const char *n1,
@@ -273,6 +275,7 @@ static void malformed_files(void **state) {
     expect_load(HDR E3 "end 1\n", sizeof(HDR E3 "end 1\n") - 1, FV_OK, NULL, NULL);
     expect_load(HDR E4 "end 1\n", sizeof(HDR E4 "end 1\n") - 1, FV_OK, NULL, NULL);
     expect_load(HDR E5 E4 "end 2\n", sizeof(HDR E5 E4 "end 2\n") - 1, FV_OK, NULL, NULL);
+    expect_load(HDR E6 "end 1\n", sizeof(HDR E6 "end 1\n") - 1, FV_OK, NULL, NULL);
     /* CRLF line ends are tolerated */
     const char crlf[] = "fovea-profile 1\r\ndevice NVIDIA Test GPU 80GB\r\nsm 90\r\ncudnn "
                         "91400\r\nend 0\r\n";

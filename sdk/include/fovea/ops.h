@@ -93,7 +93,8 @@ fv_status fv_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
 typedef struct fv_conv2d_info {
     /* "graph" (cuDNN graph API, fused), "graph-pw" (the graph in the form
      * cuDNN's runtime-fusion engines take: FP32 bias, an identity tail
-     * when there is nothing to fuse), "graph-split" (bare graph + fovea's
+     * when there is nothing to fuse), "graph-pw16" (the same with FP16
+     * intermediates and bias), "graph-split" (bare graph + fovea's
      * epilogue kernel), "legacy" (cudnnConvolutionForward + epilogue),
      * "legacy-fused" (cudnnConvolutionBiasActivationForward), "direct"
      * (fovea's own tensor-core kernel), "gemm" (fovea's split-reduction

@@ -60,6 +60,7 @@ static bool name_ok(const char *s, size_t n) {
 const char *fv__engine_path_name(fv__engine_path p) {
     return p == FV__PATH_GRAPH          ? "graph"
            : p == FV__PATH_GRAPH_PW     ? "graph-pw"
+           : p == FV__PATH_GRAPH_PW16   ? "graph-pw16"
            : p == FV__PATH_GRAPH_SPLIT  ? "graph-split"
            : p == FV__PATH_LEGACY       ? "legacy"
            : p == FV__PATH_DIRECT       ? "direct"
@@ -74,8 +75,9 @@ static const char *choice_problem(const fv__engine_choice *c) {
     if (c->path != FV__PATH_GRAPH && c->path != FV__PATH_LEGACY &&
         c->path != FV__PATH_GRAPH_SPLIT && c->path != FV__PATH_DIRECT &&
         c->path != FV__PATH_LEGACY_FUSED && c->path != FV__PATH_GEMM &&
-        c->path != FV__PATH_GRAPH_PW)
-        return "path must be graph, graph-pw, graph-split, legacy, legacy-fused, direct or gemm";
+        c->path != FV__PATH_GRAPH_PW && c->path != FV__PATH_GRAPH_PW16)
+        return "path must be graph, graph-pw, graph-pw16, graph-split, legacy, legacy-fused, "
+               "direct or gemm";
     if (c->cdecl_ < 1 || c->cdecl_ > MAX_CDECL) return "cdecl must be 1..65536";
     if (c->engine < 0) return "engine must be >= 0";
     if (c->nknobs < 0 || c->nknobs > FV__PROFILE_MAX_KNOBS) return "more than 16 knobs";
@@ -250,6 +252,7 @@ static fv_status parse_fields(loader *L, char *rest, fv__engine_choice *c) {
         case 0:
             c->path = strcmp(v, "graph") == 0          ? FV__PATH_GRAPH
                       : strcmp(v, "graph-pw") == 0     ? FV__PATH_GRAPH_PW
+                      : strcmp(v, "graph-pw16") == 0   ? FV__PATH_GRAPH_PW16
                       : strcmp(v, "graph-split") == 0  ? FV__PATH_GRAPH_SPLIT
                       : strcmp(v, "legacy") == 0       ? FV__PATH_LEGACY
                       : strcmp(v, "direct") == 0       ? FV__PATH_DIRECT

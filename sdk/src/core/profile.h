@@ -5,8 +5,8 @@
  *   device <device name, rest of the line>
  *   sm <major*10+minor>
  *   cudnn <cudnnGetVersion() of the library that tuned it>
- *   conv <key> path=<graph|graph-pw|graph-split|legacy|legacy-fused|direct|gemm> cdecl=<n>
- * engine=<n> ws=<bytes> ms=<float> how=<word> knobs=<t:v,t:v,...|->
+ *   conv <key> path=<graph|graph-pw|graph-pw16|graph-split|legacy|legacy-fused|direct|gemm>
+ * cdecl=<n> engine=<n> ws=<bytes> ms=<float> how=<word> knobs=<t:v,t:v,...|->
  *   ...
  *   end <number of conv lines>
  * Lines are at most FV__PROFILE_LINE bytes. Anything else (unknown version,
@@ -29,7 +29,9 @@
 /* graph: the fused conv+bias+activation graph; graph-pw: the same with an
  * FP32 bias, and for an op with neither bias nor activation an identity
  * pointwise tail (cuDNN's runtime-fusion engines take only these forms:
- * every pointwise operand of one type, at least one pointwise op); graph-split: a bare conv graph
+ * every pointwise operand of one type, at least one pointwise op);
+ * graph-pw16: graph-pw with FP16 intermediates and the FP16 bias (ops with
+ * a bias; some configs of the same engines run it faster); graph-split: a bare conv graph
  * followed by fovea's epilogue kernel (bias, activation), which some shapes
  * run faster; legacy: cudnnConvolutionForward and the epilogue kernel;
  * legacy-fused: cudnnConvolutionBiasActivationForward (engine = its algo;
@@ -45,11 +47,12 @@ typedef enum {
     FV__PATH_DIRECT = 4,
     FV__PATH_LEGACY_FUSED = 5,
     FV__PATH_GEMM = 6,
-    FV__PATH_GRAPH_PW = 7
+    FV__PATH_GRAPH_PW = 7,
+    FV__PATH_GRAPH_PW16 = 8
 } fv__engine_path;
 
-/* "graph", "graph-pw", "graph-split", "legacy", "direct", "legacy-fused",
- * "gemm". */
+/* "graph", "graph-pw", "graph-pw16", "graph-split", "legacy", "direct",
+ * "legacy-fused", "gemm". */
 const char *fv__engine_path_name(fv__engine_path p);
 
 typedef struct fv__engine_choice {

@@ -54,9 +54,10 @@ static int add_graph_candidate(fv_conv2d *op, const fv__conv_form *f, fv__engine
     c.choice.cdecl_ = f->cd;
     snprintf(c.engine, sizeof c.engine, "eng%lld", (long long)c.choice.engine);
     snprintf(c.how, sizeof c.how, "%s%s", how,
-             path == FV__PATH_GRAPH_SPLIT ? ", bare conv + epilogue"
-             : path == FV__PATH_GRAPH_PW  ? ", runtime-fusion form"
-                                          : "");
+             path == FV__PATH_GRAPH_SPLIT  ? ", bare conv + epilogue"
+             : path == FV__PATH_GRAPH_PW   ? ", runtime-fusion form"
+             : path == FV__PATH_GRAPH_PW16 ? ", runtime-fusion form, FP16"
+                                           : "");
     out[(*n)++] = c;
     return 1;
 }
@@ -405,12 +406,17 @@ void fv__conv_cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, 
     int too_big = 0, offered = 0;
     int split = op->has_bias || d->activation != FV_ACT_IDENTITY,
         pw = fv__conv_graph_pw_differs(op);
-    static const fv__engine_path paths[3] = {FV__PATH_GRAPH_PW, FV__PATH_GRAPH,
-                                             FV__PATH_GRAPH_SPLIT};
-    fv__conv_graph gr[3];
-    cudnnStatus_t gst[3];
-    for (int i = 0; i < 3; i++) {
-        int want = i == 1 || (i == 0 && pw) || (i == 2 && split);
+    /* graph-pw16 only when tuning and with a bias (H100, 128x128x128 -> 128
+     * 3x3: bias + ReLU cost 1% over the bare conv on it vs 5% on graph-pw;
+     * on other shapes either may win) */
+    enum { NG = 4 };
+    static const fv__engine_path paths[NG] = {FV__PATH_GRAPH_PW, FV__PATH_GRAPH,
+                                              FV__PATH_GRAPH_PW16, FV__PATH_GRAPH_SPLIT};
+    fv__conv_graph gr[NG];
+    cudnnStatus_t gst[NG];
+    for (int i = 0; i < NG; i++) {
+        int want =
+            i == 1 || (i == 0 && pw) || (i == 2 && tune && op->has_bias) || (i == 3 && split);
         gst[i] =
             want ? fv__conv_graph_build(op, f, paths[i], h, &gr[i]) : CUDNN_STATUS_NOT_SUPPORTED;
         if (!want) memset(&gr[i], 0, sizeof gr[i]);
@@ -425,10 +431,10 @@ void fv__conv_cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, 
      * eng4 on 128x128x128 -> 128 3x3, 7x7, 11x11 and 512x512x32 -> 64 5x5/2
      * ran 1.0-1.6x faster than the plain graph's pick), else the plain
      * graph's (1024x1024x32 -> 32 3x3: 0.106 ms vs graph-pw's eng7 0.169) */
-    static const int pw_first[3] = {0, 1, 2}, graph_first[3] = {1, 0, 2};
+    static const int pw_first[NG] = {0, 1, 2, 3}, graph_first[NG] = {1, 0, 2, 3};
     const int *order = tune || f->kp >= 64 ? pw_first : graph_first;
-    for (int pass = 0; pass < 9; pass++) {
-        int gi = order[pass % 3], m = pass / 3;
+    for (int pass = 0; pass < 3 * NG; pass++) {
+        int gi = order[pass % NG], m = pass / NG;
         if (gst[gi] != CUDNN_STATUS_SUCCESS) continue;
         if (!tune && *n > 0) break;
         if (!tune && m == 2) continue;
@@ -437,7 +443,7 @@ void fv__conv_cudnn_candidates(fv_conv2d *op, const fv__conv_form *f, int tune, 
         offered += graph_candidates(op, f, paths[gi], gr[gi].graph, modes[m], mode_names[m], !tune,
                                     out, n, max, &too_big);
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < NG; i++)
         fv__conv_graph_destroy(&gr[i]);
     int nlegacy_from = *n;
     if (tune || *n == 0) {

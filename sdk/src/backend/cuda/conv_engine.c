@@ -512,8 +512,8 @@ void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out) {
     snprintf(out->layout, sizeof out->layout, "%.63s", st->c.f.name);
     out->tensor_cores = st->c.tensor_cores;
     out->fused = st->c.path == FV__PATH_GRAPH || st->c.path == FV__PATH_GRAPH_PW ||
-                 st->c.path == FV__PATH_DIRECT || st->c.path == FV__PATH_LEGACY_FUSED ||
-                 st->c.path == FV__PATH_GEMM;
+                 st->c.path == FV__PATH_GRAPH_PW16 || st->c.path == FV__PATH_DIRECT ||
+                 st->c.path == FV__PATH_LEGACY_FUSED || st->c.path == FV__PATH_GEMM;
     out->workspace_bytes = st->c.ws;
     out->measured_ms = isfinite(st->ms) ? st->ms : 0.0f;
     out->candidates = st->candidates;

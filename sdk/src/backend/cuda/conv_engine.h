@@ -44,7 +44,8 @@ typedef struct fv__conv_cand {
 /* Whether candidates of path p run a cuDNN graph plan (need a variant pack);
  * the legacy and legacy-fused paths do not. */
 static inline int fv__conv_uses_graph(fv__engine_path p) {
-    return p == FV__PATH_GRAPH || p == FV__PATH_GRAPH_SPLIT || p == FV__PATH_GRAPH_PW;
+    return p == FV__PATH_GRAPH || p == FV__PATH_GRAPH_SPLIT || p == FV__PATH_GRAPH_PW ||
+           p == FV__PATH_GRAPH_PW16;
 }
 
 /* The device bias: kp FP16 values, then (at the next 128-byte boundary) the
@@ -60,7 +61,7 @@ static inline const void *fv__conv_bias_f32(const void *b, int kp) {
  * graph has no bias tensor. */
 static inline const void *fv__conv_graph_bias(fv__engine_path p, int has_bias, const void *b,
                                               int kp) {
-    if (!has_bias || (p != FV__PATH_GRAPH && p != FV__PATH_GRAPH_PW)) return NULL;
+    if (!has_bias || p == FV__PATH_GRAPH_SPLIT || !fv__conv_uses_graph(p)) return NULL;
     return p == FV__PATH_GRAPH_PW ? fv__conv_bias_f32(b, kp) : b;
 }
 
@@ -73,8 +74,9 @@ typedef struct fv__conv_graph {
 
 /* The graph of a path: graph (conv -> bias add -> activation, FP32
  * intermediates, FP16 bias), graph-split (the convolution alone: bias and
- * activation left to the epilogue kernel) or graph-pw (as graph with an FP32
- * bias; an identity tail when the op has neither bias nor activation). */
+ * activation left to the epilogue kernel), graph-pw (as graph with an FP32
+ * bias; an identity tail when the op has neither bias nor activation) or
+ * graph-pw16 (as graph with FP16 intermediates). */
 cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f,
                                    fv__engine_path path, cudnnHandle_t h, fv__conv_graph *g);
 /* Whether graph-pw differs from graph for op (a bias, or nothing to fuse). */

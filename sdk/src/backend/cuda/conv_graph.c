@@ -122,7 +122,8 @@ int fv__conv_graph_pw_differs(const fv_conv2d *op) {
 cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f,
                                    fv__engine_path path, cudnnHandle_t h, fv__conv_graph *g) {
     const fv_conv2d_desc *d = &op->desc;
-    int bare = path == FV__PATH_GRAPH_SPLIT, pw = path == FV__PATH_GRAPH_PW;
+    int bare = path == FV__PATH_GRAPH_SPLIT, pw = path == FV__PATH_GRAPH_PW,
+        pw16 = path == FV__PATH_GRAPH_PW16;
     int has_act = d->activation != FV_ACT_IDENTITY && !bare;
     int has_bias = op->has_bias && !bare;
     /* graph-pw: runtime-fusion engines (H100, cuDNN 9.19: eng4, up to 1.4x
@@ -131,6 +132,8 @@ cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f,
      * have one type: an FP16 bias next to FP32 intermediates keeps them out */
     int ident = HAVE_IDENTITY && pw && !has_bias && !has_act;
     cudnnDataType_t half = CUDNN_DATA_HALF, flt = CUDNN_DATA_FLOAT;
+    /* graph-pw16: every operand FP16 (the other way to one type) */
+    cudnnDataType_t inter = pw16 ? half : flt;
     memset(g, 0, sizeof *g);
 
     TRY_BE(make_tensor(&g->t[0], UID_X, half, d->n, f->cd, d->h, d->w, f->cs, 0));
@@ -140,7 +143,7 @@ cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f,
     TRY_BE(make_tensor(&g->t[3], UID_Y, half, d->n, f->kp, op->p, op->q, f->kp, 0));
     fv__bdesc conv_out = g->t[3];
     if (has_bias || has_act || ident) { /* a virtual FP32 intermediate feeds the epilogue */
-        TRY_BE(make_tensor(&g->t[4], UID_T1, flt, d->n, f->kp, op->p, op->q, f->kp, 1));
+        TRY_BE(make_tensor(&g->t[4], UID_T1, inter, d->n, f->kp, op->p, op->q, f->kp, 1));
         conv_out = g->t[4];
     }
     TRY_BE(make_conv(d, g));
@@ -169,7 +172,7 @@ cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f,
     if (has_bias) {
         fv__bdesc out = g->t[3];
         if (has_act) {
-            TRY_BE(make_tensor(&g->t[5], UID_T2, flt, d->n, f->kp, op->p, op->q, f->kp, 1));
+            TRY_BE(make_tensor(&g->t[5], UID_T2, inter, d->n, f->kp, op->p, op->q, f->kp, 1));
             out = g->t[5];
         }
         TRY_BE(make_pointwise(&g->pw_op[0], &g->pw[0], CUDNN_POINTWISE_ADD, d, cur, g->t[2], out));

@@ -54,7 +54,8 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
                                       op->has_bias ? b : NULL, d->activation, d->activation_alpha,
                                       early);
     }
-    if (c->path == FV__PATH_GRAPH || c->path == FV__PATH_GRAPH_PW) {
+    if (c->path == FV__PATH_GRAPH || c->path == FV__PATH_GRAPH_PW ||
+        c->path == FV__PATH_GRAPH_PW16) {
         FV_CUDNN_TRY(cudnnBackendExecute(h, c->plan, vp));
         if (d->activation == FV_ACT_SIGMOID && c->f.kp > d->k)
             return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL,
