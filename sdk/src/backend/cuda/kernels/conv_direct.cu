@@ -33,11 +33,31 @@ struct direct_args {
     float alpha;
 };
 
+/* Wide pixels: reading 16 or 32 channels a pixel, a window pixel takes
+ * CM + 8 halves. With CM halves a pixel, the rows an ldmatrix phase reads
+ * (output pixels m..m+7 at one tap) sat 32 or 64 bytes apart, in the same
+ * few bank groups: 2-way and 4-way conflicts on every operand load (wmma's
+ * 32-byte row alignment rules the padding out there). 48 and 80 bytes apart
+ * at stride 1, the 8 rows fall in 8 distinct groups. The MMAs then go a tap
+ * at a time: ldmatrix + mma.sync m16n8k16. */
+template <int CM, bool PAIR> struct wide_pixels {
+    static constexpr bool on = CM >= 16 && !PAIR;
+    static constexpr int px = on ? CM + 8 : CM; /* halves a window pixel */
+};
+static int wide_on(const fv__conv_direct_geom *g) {
+    return g->cm >= 16 && !g->pair;
+}
+
 /* Window geometry of g: rows and columns of input pixels a block reads, and
- * the shared-memory row length in halves (a multiple of 16: 32-byte aligned
- * rows, as wmma loads need). */
+ * the shared-memory row length in halves (wmma: a multiple of 16, 32-byte
+ * aligned rows, as its loads need; wide pixels: of 8, ldmatrix's 16 bytes). */
 void window_of(const fv__conv_direct_geom *g, int *rows, int *cols, int *stride) {
     *rows = (g->th - 1) * g->sh + g->r;
+    if (wide_on(g)) { /* kr = s * cm: the last pixel reads its S taps */
+        *cols = 31 * g->sw + g->s;
+        *stride = *cols * (g->cm + 8);
+        return;
+    }
     if (g->pair) { /* entries of 8 halves; the last pixel's last step reads entry +1 */
         *cols = 31 * g->sw + 2 * (g->kr / 16);
         *stride = (*cols * 8 + 15) / 16 * 16;
@@ -79,13 +99,13 @@ __device__ __forceinline__ void store8(const direct_args &a, const float4 lo, co
 }
 
 /* A warp's outputs (one output row, 32 pixels): two 8-channel tiles at a
- * time through shared memory, then each pair of lanes writes one pixel's
+ * time through shared memory (put(j, dst) stores tile j there as 32 x 8
+ * floats, rows packed), then each pair of lanes writes one pixel's
  * 16 channels, 32 contiguous bytes: whole 32-byte sectors (one lane a pixel
  * wrote half-sectors). A last odd tile goes one lane a pixel. */
-template <int ACT, int NF>
-__device__ __forceinline__ void
-epilogue(const direct_args &a, wmma::fragment<wmma::accumulator, 32, 8, 16, float> (&acc)[NF],
-         float *stage, const __half *sbias, int n, int oy0, int ox0) {
+template <int ACT, int NF, class Put>
+__device__ __forceinline__ void epilogue(const direct_args &a, Put put, float *stage,
+                                         const __half *sbias, int n, int oy0, int ox0) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float *st = stage + warp * STAGE_FLOATS;
     const int oy = oy0 + warp;
@@ -94,8 +114,8 @@ epilogue(const direct_args &a, wmma::fragment<wmma::accumulator, 32, 8, 16, floa
 #pragma unroll
     for (int j = 0; j < NF; j += 2) {
         if (j + 1 < NF) {
-            wmma::store_matrix_sync(st, acc[j], 8, wmma::mem_row_major);
-            wmma::store_matrix_sync(st + 256, acc[j + 1], 8, wmma::mem_row_major);
+            put(j, st);
+            put(j + 1, st + 256);
             __syncwarp();
             const int t = lane & 1; /* which tile: channels (j + t) * 8.. */
 #pragma unroll
@@ -108,7 +128,7 @@ epilogue(const direct_args &a, wmma::fragment<wmma::accumulator, 32, 8, 16, floa
                                 yrow + (size_t)ox * a.kp, (j + t) * 8);
             }
         } else {
-            wmma::store_matrix_sync(st, acc[j], 8, wmma::mem_row_major);
+            put(j, st);
             __syncwarp();
             const int t = (lane >> 2) & 1, ox = ox0 + lane;
             const float4 *src = reinterpret_cast<const float4 *>(st + lane * 8);
@@ -153,6 +173,7 @@ __device__ __forceinline__ void load_window(const direct_args &a, __half *win, i
         return;
     }
     constexpr int U = CM >= 8 ? CM / 8 : 1; /* 16-byte vectors per pixel (8 bytes for 4) */
+    constexpr int PX = wide_pixels<CM, PAIR>::px;
     const int per_row = a.cols_in * U;
     for (int ry = warp; ry < a.rows_in; ry += nwarps) {
         const int iy = iy0 + ry;
@@ -168,7 +189,7 @@ __device__ __forceinline__ void load_window(const direct_args &a, __half *win, i
                 if (CM == 4)
                     copy_async<8>(dst + rx * 4, from, in);
                 else
-                    copy_async<16>(dst + rx * CM + u * 8, from, in);
+                    copy_async<16>(dst + rx * PX + u * 8, from, in);
             } else if (CM == 4) {
                 uint2 v = make_uint2(0u, 0u);
                 if (in) v = __ldg(reinterpret_cast<const uint2 *>(from));
@@ -176,19 +197,47 @@ __device__ __forceinline__ void load_window(const direct_args &a, __half *win, i
             } else {
                 uint4 v = make_uint4(0u, 0u, 0u, 0u);
                 if (in) v = __ldg(reinterpret_cast<const uint4 *>(from));
-                *reinterpret_cast<uint4 *>(dst + rx * CM + u * 8) = v;
+                *reinterpret_cast<uint4 *>(dst + rx * PX + u * 8) = v;
             }
         }
     }
 }
 
-/* One tile: the MMAs over the window sx (this warp's output row) and the
- * epilogue with the activation as a compile-time constant (a switch per
- * element cost ~25% of the kernel's instructions). */
+/* The epilogue with the activation as a compile-time constant (a switch
+ * per element cost ~25% of the kernel's instructions). */
+template <int NF, class Put>
+__device__ __forceinline__ void epilogue_act(const direct_args &a, Put put, float *stage,
+                                             const __half *sbias, int n, int oy0, int ox0) {
+    switch (a.act) {
+    case FV_ACT_RELU:
+        epilogue<FV_ACT_RELU, NF>(a, put, stage, sbias, n, oy0, ox0);
+        break;
+    case FV_ACT_CLIPPED_RELU:
+        epilogue<FV_ACT_CLIPPED_RELU, NF>(a, put, stage, sbias, n, oy0, ox0);
+        break;
+    case FV_ACT_SIGMOID:
+        epilogue<FV_ACT_SIGMOID, NF>(a, put, stage, sbias, n, oy0, ox0);
+        break;
+    case FV_ACT_TANH:
+        epilogue<FV_ACT_TANH, NF>(a, put, stage, sbias, n, oy0, ox0);
+        break;
+    case FV_ACT_LEAKY_RELU:
+        epilogue<FV_ACT_LEAKY_RELU, NF>(a, put, stage, sbias, n, oy0, ox0);
+        break;
+    default:
+        epilogue<FV_ACT_IDENTITY, NF>(a, put, stage, sbias, n, oy0, ox0);
+        break;
+    }
+}
+
+template <bool B> struct bool_c {};
+
+/* One tile, wmma: the MMAs over the window sx (this warp's output row),
+ * then the epilogue. */
 template <int CM, int NF, bool PAIR>
 __device__ __forceinline__ void compute_tile(const direct_args &a, const __half *sx,
                                              const __half *sw, float *stage, const __half *sbias,
-                                             int n, int oy0, int ox0) {
+                                             int n, int oy0, int ox0, bool_c<false>) {
     const int warp = threadIdx.x >> 5;
     wmma::fragment<wmma::accumulator, 32, 8, 16, float> acc[NF];
 #pragma unroll
@@ -211,27 +260,126 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
             }
         }
     }
+    epilogue_act<NF>(
+        a, [&](int j, float *dst) { wmma::store_matrix_sync(dst, acc[j], 8, wmma::mem_row_major); },
+        stage, sbias, n, oy0, ox0);
+}
 
-    switch (a.act) {
-    case FV_ACT_RELU:
-        epilogue<FV_ACT_RELU, NF>(a, acc, stage, sbias, n, oy0, ox0);
-        break;
-    case FV_ACT_CLIPPED_RELU:
-        epilogue<FV_ACT_CLIPPED_RELU, NF>(a, acc, stage, sbias, n, oy0, ox0);
-        break;
-    case FV_ACT_SIGMOID:
-        epilogue<FV_ACT_SIGMOID, NF>(a, acc, stage, sbias, n, oy0, ox0);
-        break;
-    case FV_ACT_TANH:
-        epilogue<FV_ACT_TANH, NF>(a, acc, stage, sbias, n, oy0, ox0);
-        break;
-    case FV_ACT_LEAKY_RELU:
-        epilogue<FV_ACT_LEAKY_RELU, NF>(a, acc, stage, sbias, n, oy0, ox0);
-        break;
-    default:
-        epilogue<FV_ACT_IDENTITY, NF>(a, acc, stage, sbias, n, oy0, ox0);
-        break;
+__device__ __forceinline__ unsigned smem_addr(const void *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+/* d[0..3] = the four 8 x 8 half matrices whose rows lanes 8i..8i+7 point at. */
+__device__ __forceinline__ void ldsm_x4(unsigned (&d)[4], const __half *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(smem_addr(p)));
+}
+/* The same, transposed (B operands stored k-major: a row is 8 channels). */
+__device__ __forceinline__ void ldsm_x4_t(unsigned (&d)[4], const __half *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldsm_x2_t(unsigned &d0, unsigned &d1, const __half *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(d0), "=r"(d1)
+                 : "r"(smem_addr(p)));
+}
+
+/* c += A (16 x 16, row-major fragment) * B (16 x 8, col-major), FP32
+ * accumulate; two k8 halves before SM 8.0 (Turing has no m16n8k16). */
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                         unsigned b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, "
+                 "{%6}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b0));
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, "
+                 "{%6}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[2]), "r"(a[3]), "r"(b1));
+#endif
+}
+
+/* One tile, wide pixels: for each filter row and 16-channel step of a tap,
+ * the warp's 32 output pixels as two m16 A tiles (ldmatrix: lane l points
+ * at pixel l % 16, channels + 8 * (l / 16)) times NF 16 x 8 weight tiles
+ * (two a transposed ldmatrix: lanes 0-15 rows of tile j, 16-31 of j + 1). */
+template <int CM, int NF, bool PAIR>
+__device__ __forceinline__ void compute_tile(const direct_args &a, const __half *sx,
+                                             const __half *sw, float *stage, const __half *sbias,
+                                             int n, int oy0, int ox0, bool_c<true>) {
+    constexpr int PX = wide_pixels<CM, PAIR>::px;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float acc[2][NF][4];
+#pragma unroll
+    for (int m = 0; m < 2; m++)
+#pragma unroll
+        for (int j = 0; j < NF; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                acc[m][j][e] = 0.0f;
+    const int pix = a.sw * PX; /* halves between neighbouring output pixels */
+    const __half *arow =
+        sx + (size_t)warp * a.sh * a.row_stride + (lane & 15) * pix + (lane >> 4) * 8;
+    const __half *brow = sw + ((size_t)(lane >> 4) * a.kr + (lane & 15)) * 8;
+    for (int r = 0; r < a.r; r++) {
+        const __half *ap = arow + (size_t)r * a.row_stride;
+        const __half *bp = brow + (size_t)r * NF * a.kr * 8;
+        for (int kc = 0; kc < a.kr; kc += 16) {
+            /* tap kc / CM, channels kc % CM.. */
+            const __half *p = ap + kc + (kc / CM) * (PX - CM);
+            unsigned a0[4], a1[4];
+            ldsm_x4(a0, p);
+            ldsm_x4(a1, p + 16 * pix);
+#pragma unroll
+            for (int j = 0; j < NF; j += 2) {
+                const __half *q = bp + ((size_t)j * a.kr + kc) * 8;
+                if (j + 1 < NF) {
+                    unsigned b[4];
+                    ldsm_x4_t(b, q);
+                    mma16816(acc[0][j], a0, b[0], b[1]);
+                    mma16816(acc[1][j], a1, b[0], b[1]);
+                    mma16816(acc[0][j + 1], a0, b[2], b[3]);
+                    mma16816(acc[1][j + 1], a1, b[2], b[3]);
+                } else { /* lanes 16-31's addresses are not read */
+                    unsigned b0, b1;
+                    ldsm_x2_t(b0, b1, q - (size_t)(lane >> 4) * a.kr * 8);
+                    mma16816(acc[0][j], a0, b0, b1);
+                    mma16816(acc[1][j], a1, b0, b1);
+                }
+            }
+        }
     }
+    /* mma's C fragment: rows lane / 4 and + 8, columns 2 * (lane % 4), + 1 */
+    const int row = lane >> 2, col = (lane & 3) * 2;
+    epilogue_act<NF>(
+        a,
+        [&](int j, float *dst) {
+#pragma unroll
+            for (int m = 0; m < 2; m++) {
+                *reinterpret_cast<float2 *>(dst + (m * 16 + row) * 8 + col) =
+                    make_float2(acc[m][j][0], acc[m][j][1]);
+                *reinterpret_cast<float2 *>(dst + (m * 16 + row + 8) * 8 + col) =
+                    make_float2(acc[m][j][2], acc[m][j][3]);
+            }
+        },
+        stage, sbias, n, oy0, ox0);
+}
+
+template <int CM, int NF, bool PAIR>
+__device__ __forceinline__ void compute_tile(const direct_args &a, const __half *sx,
+                                             const __half *sw, float *stage, const __half *sbias,
+                                             int n, int oy0, int ox0) {
+    compute_tile<CM, NF, PAIR>(a, sx, sw, stage, sbias, n, oy0, ox0,
+                               bool_c<wide_pixels<CM, PAIR>::on>());
 }
 
 /* All weights, 16 bytes at a time (NF * 8 * ldb is a multiple of 8), and
