@@ -14,7 +14,8 @@
 #   conv_ratios.png, fovea_profile.txt, conv_profile_fresh.json, conv_tables.json
 # Environment: FV_CONV_ITERS (100), FV_CONV_WARMUP (10), FV_CONV_SHAPES (all),
 #   FV_CONV_CACHE (flush|rotate), FV_CONV_PROFILE_REPEATS (5), FV_CONV_TABLES
-#   (1; 0 skips conv-tables), PYTHON (python3). Debian .debs in .deps/
+#   (1; 0 skips conv-tables), FV_CONV_TIMEOUT (480: seconds for conv_vs_pytorch.py),
+#   PYTHON (python3). Debian .debs in .deps/
 #   (libpng, libjpeg headers for the platform library) are unpacked and used,
 #   as toolchain/device-check.sh does.
 set -uo pipefail
@@ -72,7 +73,7 @@ main() {
 
   step "fovea vs PyTorch (conv_vs_pytorch.py; the warm profile also in a fresh process)"
   rm -f "$out/fovea_profile.txt"
-  timeout 420 "$py" apps/bench/conv_vs_pytorch.py --bench "$bench" --iters "$iters" \
+  timeout "${FV_CONV_TIMEOUT:-480}" "$py" apps/bench/conv_vs_pytorch.py --bench "$bench" --iters "$iters" \
     --warmup "$warmup" --shapes "$shapes" --cache "$cache" --profile "$out/fovea_profile.txt" \
     --profile-repeats "$profile_repeats" \
     --fresh-json "$out/conv_profile_fresh.json" --fovea-json "$out/fovea_conv.json" \
