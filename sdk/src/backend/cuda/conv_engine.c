@@ -125,8 +125,10 @@ static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
 /* The heuristic for the direct kernel without timing, from the H100
  * benchmark (docs/bench/RESULTS.md): at most 8 input channels and 32
  * outputs, where cuDNN's tiles are mostly padding (there it ran 1.0-2.0x
- * faster than cuDNN's best engine); with 32 input channels cuDNN's engines
- * were faster. */
+ * faster than cuDNN's best engine). With 16-32 input channels (wide pixels)
+ * it ran 0.72-0.99x of cuDNN's best at stride 1 on three shapes but 1.9x
+ * at 5x5 stride 2 with K 64: too little data for a rule yet, so
+ * autotuning decides there. */
 static int direct_preferred(const fv_conv2d *op) {
     const fv_conv2d_desc *d = &op->desc;
     return d->c <= 8 && FV_ROUND_UP(d->k, 8) <= 32;
