@@ -214,7 +214,8 @@ static void direct_kernel_matches_cpu_reference(void **state) {
 
 /* Block geometries of the direct kernel (4, 8, 16 rows a block; a block a
  * tile or persistent) through profile entries naming them: the profile's
- * "direct" lines load and run. */
+ * "direct" lines load and run. On 4 channels a pixel (in pairs, stride 2),
+ * 8, and the wide pixels of 16 and 32. */
 static void direct_kernel_variants_from_profile(void **state) {
     char path[] = "/tmp/fv_profile_XXXXXX";
     int fd = mkstemp(path);
@@ -224,6 +225,8 @@ static void direct_kernel_variants_from_profile(void **state) {
     const conv_case cases[] = {
         {1, 45, 70, 3, 16, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
         {1, 33, 65, 4, 32, 9, 9, 2, 4, 1, 1, FV_ACT_TANH, 0, 1, FV_CONV2D_DIRECT},
+        {1, 45, 70, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
+        {1, 30, 50, 16, 24, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, FV_CONV2D_DIRECT},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         assert_true(run_case(&cases[i], 1) <= 2e-3);
