@@ -212,15 +212,21 @@ static void direct_kernel_matches_cpu_reference(void **state) {
     }
 }
 
+/* Creates the file named by template (ending in XXXXXX, replaced) for a
+ * profile; the caller removes it. */
+static void make_temp_file(char *template) {
+    int fd = mkstemp(template);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
 /* Block geometries of the direct kernel (4, 8, 16 rows a block; a block a
  * tile or persistent) through profile entries naming them: the profile's
  * "direct" lines load and run. On 4 channels a pixel (in pairs, stride 2),
  * 8, and the wide pixels of 16 and 32. */
 static void direct_kernel_variants_from_profile(void **state) {
     char path[] = "/tmp/fv_profile_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    make_temp_file(path);
     fv_test_seed(4242);
     const conv_case cases[] = {
         {1, 45, 70, 3, 16, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
@@ -334,9 +340,7 @@ static int rewrite_conv_lines(const char *path, const char *to, const char *eng)
  * batches, every activation. */
 static void gemm_kernel_variants_from_profile(void **state) {
     char path[] = "/tmp/fv_profile_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    make_temp_file(path);
     fv_test_seed(5150);
     const conv_case cases[] = {
         {1, 16, 16, 128, 256, 7, 7, 2, 3, 1, 1, FV_ACT_RELU, 0, 1, 0},
@@ -486,9 +490,7 @@ static void gemm_kernel_is_deterministic_and_capturable(void **state) {
  * with IMPLICIT_PRECOMP_GEMM (algo 1) on C padded to 8, then reloaded. */
 static void legacy_fused_from_profile(void **state) {
     char path[] = "/tmp/fv_profile_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    make_temp_file(path);
     fv_test_seed(777);
     const uint32_t fl = FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_DIRECT;
     const conv_case cases[] = {
@@ -537,9 +539,7 @@ static void legacy_fused_from_profile(void **state) {
  * profile. */
 static void graph_pw_matches_and_round_trips(void **state) {
     char path[] = "/tmp/fv_profile_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    make_temp_file(path);
     fv_test_seed(4242);
     const uint32_t fl = FV_CONV2D_NO_DIRECT;
     const conv_case cases[] = {
@@ -744,9 +744,7 @@ static void autotuned_matches_cpu_reference(void **state) {
  * op is rebuilt from the profile (same engine, no heuristics) and is right. */
 static void profile_round_trip(void **state) {
     char path[] = "/tmp/fv_profile_XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
+    make_temp_file(path);
     float w[32 * 3 * 25], b[32];
     fv_test_fill_uniform(w, sizeof w / sizeof w[0], -0.5f, 0.5f);
     fv_test_fill_uniform(b, 32, -0.5f, 0.5f);
