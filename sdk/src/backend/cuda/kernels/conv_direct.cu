@@ -40,20 +40,20 @@ struct direct_args {
  * 32-byte row alignment rules the padding out there). 48 and 80 bytes apart
  * at stride 1, the 8 rows fall in 8 distinct groups. The MMAs then go a tap
  * at a time: ldmatrix + mma.sync m16n8k16. */
+constexpr bool wide(int cm, bool pair) {
+    return cm >= 16 && !pair;
+}
 template <int CM, bool PAIR> struct wide_pixels {
-    static constexpr bool on = CM >= 16 && !PAIR;
+    static constexpr bool on = wide(CM, PAIR);
     static constexpr int px = on ? CM + 8 : CM; /* halves a window pixel */
 };
-static int wide_on(const fv__conv_direct_geom *g) {
-    return g->cm >= 16 && !g->pair;
-}
 
 /* Window geometry of g: rows and columns of input pixels a block reads, and
  * the shared-memory row length in halves (wmma: a multiple of 16, 32-byte
  * aligned rows, as its loads need; wide pixels: of 8, ldmatrix's 16 bytes). */
 void window_of(const fv__conv_direct_geom *g, int *rows, int *cols, int *stride) {
     *rows = (g->th - 1) * g->sh + g->r;
-    if (wide_on(g)) { /* kr = s * cm: the last pixel reads its S taps */
+    if (wide(g->cm, g->pair != 0)) { /* kr = s * cm: the last pixel reads its S taps */
         *cols = 31 * g->sw + g->s;
         *stride = *cols * (g->cm + 8);
         return;
