@@ -162,7 +162,8 @@ fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
                                 fv__conv_legacy *l);
 
 /* Times candidates (warm-up, median of events) with scratch input/output
- * carved from the device pool; ms[i] gets each median (INFINITY when it
+ * carved from the device pool, then the (up to 4) fastest within 10% of the
+ * best again, interleaved; ms[i] gets each median (INFINITY when it
  * failed). Returns FV_ERR_OUT_OF_MEMORY when scratch cannot be carved. */
 fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *legacy, int n,
                         const void *w, const void *b, float *ms);
