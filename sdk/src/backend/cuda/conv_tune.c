@@ -71,11 +71,13 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
         return FV_OK;
     }
     if (c->path == FV__PATH_DIRECT)
-        return fv__conv_direct_run(fv__cuda_stream(ctx), &c->dg, x, y, w, op->has_bias ? b : NULL,
+        return fv__conv_direct_run(fv__cuda_stream(ctx), &c->dg, x, y, w,
+                                   op->has_bias ? fv__conv_bias_f32(b, c->f.kp) : NULL,
                                    d->activation, d->activation_alpha);
     if (c->path == FV__PATH_GEMM)
-        return fv__conv_gemm_run(fv__cuda_stream(ctx), &c->gg, x, y, w, op->has_bias ? b : NULL,
-                                 d->activation, d->activation_alpha, ws);
+        return fv__conv_gemm_run(fv__cuda_stream(ctx), &c->gg, x, y, w,
+                                 op->has_bias ? fv__conv_bias_f32(b, c->f.kp) : NULL, d->activation,
+                                 d->activation_alpha, ws);
     float alpha = 1.0f, beta = 0.0f;
     if (c->path == FV__PATH_LEGACY_FUSED) {
         /* y = act(1 * conv(x, w) + 0 * z + b): no residual, so z is y with

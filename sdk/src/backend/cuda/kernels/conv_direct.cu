@@ -24,7 +24,7 @@ struct direct_args {
     const __half *x;
     __half *y;
     const __half *w;
-    const __half *bias; /* or NULL */
+    const float *bias; /* kp FP32 values, or NULL */
     int h, w_in, cs, p, q, kp, k, r, sh, sw, ph, pw, kr;
     int rows_in, cols_in, row_stride; /* the input window in shared memory */
     int win_halves;                   /* one window buffer, rounded to 128 bytes */
@@ -75,27 +75,38 @@ int window_halves(const fv__conv_direct_geom *g) {
     return (rows * stride + 63) / 64 * 64;
 }
 
+/* Floats of the FP32 bias in shared memory: kp, rounded up to 128 bytes. */
+__host__ __device__ constexpr int bias_floats(int kp) {
+    return (kp + 31) / 32 * 32;
+}
+
 /* Shared memory: the weights, per warp two FP32 32 x 8 tiles of outputs, the
  * bias, the window (two buffers when persistent: the next tile's loads
  * while this one is computed). */
 size_t smem_of(const fv__conv_direct_geom *g) {
-    size_t common = (size_t)g->kp * g->r * g->kr * 2 + (size_t)g->th * STAGE_FLOATS * 4;
-    if (g->persistent) return common + 128 + (size_t)2 * window_halves(g) * 2;
+    size_t common = (size_t)g->kp * g->r * g->kr * 2 + (size_t)g->th * STAGE_FLOATS * 4 +
+                    (size_t)bias_floats(g->kp) * 4;
+    if (g->persistent) return common + (size_t)2 * window_halves(g) * 2;
     int rows, cols, stride;
     window_of(g, &rows, &cols, &stride);
-    return common + (size_t)rows * stride * 2 + (size_t)g->kp * 2;
+    return common + (size_t)rows * stride * 2;
+}
+
+/* The 8 FP32 biases of channels ch0.. from shared memory. */
+__device__ __forceinline__ void bias8(const float *sbias, int ch0, float (&b)[8]) {
+    const float4 lo = *reinterpret_cast<const float4 *>(sbias + ch0),
+                 hi = *reinterpret_cast<const float4 *>(sbias + ch0 + 4);
+    b[0] = lo.x, b[1] = lo.y, b[2] = lo.z, b[3] = lo.w;
+    b[4] = hi.x, b[5] = hi.y, b[6] = hi.z, b[7] = hi.w;
 }
 
 /* Bias, activation and FP16 for 8 channels ch0.. of output pixel (oy, ox)
  * from 8 staged floats, and one 16-byte store. */
 template <int ACT>
 __device__ __forceinline__ void store8(const direct_args &a, const float4 lo, const float4 hi,
-                                       const __half *sbias, __half *yp, int ch0) {
+                                       const float (&b)[8], __half *yp, int ch0) {
     const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    /* the 8 biases in one 16-byte shared-memory read (the kernel is bound
-     * by its shared-memory traffic) */
-    const uint4 bias8 = *reinterpret_cast<const uint4 *>(sbias + ch0);
-    *reinterpret_cast<uint4 *>(yp + ch0) = fv_k::act8<ACT>(v, bias8, ch0, a.k, a.alpha);
+    *reinterpret_cast<uint4 *>(yp + ch0) = fv_k::act8<ACT>(v, b, ch0, a.k, a.alpha);
 }
 
 /* A warp's outputs (one output row, 32 pixels): two 8-channel tiles at a
@@ -105,7 +116,7 @@ __device__ __forceinline__ void store8(const direct_args &a, const float4 lo, co
  * wrote half-sectors). A last odd tile goes one lane a pixel. */
 template <int ACT, int NF, class Put>
 __device__ __forceinline__ void epilogue(const direct_args &a, Put put, float *stage,
-                                         const __half *sbias, int n, int oy0, int ox0) {
+                                         const float *sbias, int n, int oy0, int ox0) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float *st = stage + warp * STAGE_FLOATS;
     const int oy = oy0 + warp;
@@ -118,13 +129,15 @@ __device__ __forceinline__ void epilogue(const direct_args &a, Put put, float *s
             put(j + 1, st + 256);
             __syncwarp();
             const int t = lane & 1; /* which tile: channels (j + t) * 8.. */
+            float b[8];             /* the bias of this lane's channels, for both its pixels */
+            bias8(sbias, (j + t) * 8, b);
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int px = (lane >> 1) + 16 * h, ox = ox0 + px;
                 const float4 *src = reinterpret_cast<const float4 *>(st + t * 256 + px * 8);
                 const float4 first = src[t], second = src[t ^ 1];
                 if (ox < a.q)
-                    store8<ACT>(a, t ? second : first, t ? first : second, sbias,
+                    store8<ACT>(a, t ? second : first, t ? first : second, b,
                                 yrow + (size_t)ox * a.kp, (j + t) * 8);
             }
         } else {
@@ -133,9 +146,11 @@ __device__ __forceinline__ void epilogue(const direct_args &a, Put put, float *s
             const int t = (lane >> 2) & 1, ox = ox0 + lane;
             const float4 *src = reinterpret_cast<const float4 *>(st + lane * 8);
             const float4 first = src[t], second = src[t ^ 1];
+            float b[8];
+            bias8(sbias, j * 8, b);
             if (ox < a.q)
-                store8<ACT>(a, t ? second : first, t ? first : second, sbias,
-                            yrow + (size_t)ox * a.kp, j * 8);
+                store8<ACT>(a, t ? second : first, t ? first : second, b, yrow + (size_t)ox * a.kp,
+                            j * 8);
         }
         __syncwarp();
     }
@@ -207,7 +222,7 @@ __device__ __forceinline__ void load_window(const direct_args &a, __half *win, i
  * per element cost ~25% of the kernel's instructions). */
 template <int NF, class Put>
 __device__ __forceinline__ void epilogue_act(const direct_args &a, Put put, float *stage,
-                                             const __half *sbias, int n, int oy0, int ox0) {
+                                             const float *sbias, int n, int oy0, int ox0) {
     switch (a.act) {
     case FV_ACT_RELU:
         epilogue<FV_ACT_RELU, NF>(a, put, stage, sbias, n, oy0, ox0);
@@ -236,7 +251,7 @@ template <bool B> struct bool_c {};
  * then the epilogue. */
 template <int CM, int NF, bool PAIR>
 __device__ __forceinline__ void compute_tile(const direct_args &a, const __half *sx,
-                                             const __half *sw, float *stage, const __half *sbias,
+                                             const __half *sw, float *stage, const float *sbias,
                                              int n, int oy0, int ox0, bool_c<false>) {
     const int warp = threadIdx.x >> 5;
     wmma::fragment<wmma::accumulator, 32, 8, 16, float> acc[NF];
@@ -314,7 +329,7 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], 
  * (two a transposed ldmatrix: lanes 0-15 rows of tile j, 16-31 of j + 1). */
 template <int CM, int NF, bool PAIR>
 __device__ __forceinline__ void compute_tile(const direct_args &a, const __half *sx,
-                                             const __half *sw, float *stage, const __half *sbias,
+                                             const __half *sw, float *stage, const float *sbias,
                                              int n, int oy0, int ox0, bool_c<true>) {
     constexpr int PX = wide_pixels<CM, PAIR>::px;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -376,23 +391,27 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
 
 template <int CM, int NF, bool PAIR>
 __device__ __forceinline__ void compute_tile(const direct_args &a, const __half *sx,
-                                             const __half *sw, float *stage, const __half *sbias,
+                                             const __half *sw, float *stage, const float *sbias,
                                              int n, int oy0, int ox0) {
     compute_tile<CM, NF, PAIR>(a, sx, sw, stage, sbias, n, oy0, ox0,
                                bool_c<wide_pixels<CM, PAIR>::on>());
 }
 
 /* All weights, 16 bytes at a time (NF * 8 * ldb is a multiple of 8), and
- * the bias (zeros without one). */
+ * the bias (zeros without one), as asynchronous copies (SM 8.0+; plain
+ * loads before) that the caller commits with its first window: weights,
+ * bias and window are in flight at once. Loaded one after the other, the
+ * bias cost a fused op a second round trip per block (fused/bare 1.07 on
+ * 512x512x8->32 3x3, H100). */
 template <int NF>
-__device__ __forceinline__ void load_weights(const direct_args &a, __half *sw, __half *sbias) {
-    const uint4 *src = reinterpret_cast<const uint4 *>(a.w);
-    uint4 *dst = reinterpret_cast<uint4 *>(sw);
+__device__ __forceinline__ void load_weights(const direct_args &a, __half *sw, float *sbias) {
+    if (threadIdx.x < NF * 2) /* 4 biases a copy; the zero fill does not read */
+        copy_async<16>(sbias + threadIdx.x * 4,
+                       a.bias ? static_cast<const void *>(a.bias + threadIdx.x * 4) : a.w,
+                       a.bias != nullptr);
     const int nv = NF * a.r * a.kr; /* NF * 8 * ldb / 8 */
     for (int i = threadIdx.x; i < nv; i += blockDim.x)
-        dst[i] = __ldg(src + i);
-    if (threadIdx.x < NF * 8)
-        sbias[threadIdx.x] = a.bias ? a.bias[threadIdx.x] : __float2half_rn(0.0f);
+        copy_async<16>(sw + (size_t)i * 8, a.w + (size_t)i * 8, true);
 }
 
 /* A block a tile: the window with plain loads, then the MMAs (measured
@@ -404,10 +423,12 @@ __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
     __half *sx = reinterpret_cast<__half *>(smem);
     __half *sw = sx + (size_t)a.rows_in * a.row_stride;
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
-    __half *sbias = reinterpret_cast<__half *>(stage + (blockDim.x >> 5) * STAGE_FLOATS);
+    float *sbias = stage + (blockDim.x >> 5) * STAGE_FLOATS;
     const int n = blockIdx.z, ox0 = blockIdx.x * 32, oy0 = blockIdx.y * (blockDim.x >> 5);
     load_weights<NF>(a, sw, sbias);
     load_window<CM, PAIR>(a, sx, n, oy0, ox0, false);
+    copy_commit();
+    fv_k::copy_wait<0>();
     __syncthreads();
     compute_tile<CM, NF, PAIR>(a, sx, sw, stage, sbias, n, oy0, ox0);
 }
@@ -415,15 +436,16 @@ __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
 /* Persistent blocks (as many as fit at once): each loads the weights once,
  * then walks tiles (th output rows x 32 columns) gridDim.x apart, loading
  * the next tile's window (asynchronously on SM 8.0+) while it computes this
- * one. Shared memory: weights, stage, bias (128 bytes), two windows. */
+ * one. Shared memory: weights, stage, bias (128-byte units), two windows. */
 template <int CM, int NF, bool PAIR>
 __global__ void __launch_bounds__(512) direct_kernel_persistent(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int nwarps = blockDim.x >> 5;
     __half *sw = reinterpret_cast<__half *>(smem);
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
-    __half *sbias = reinterpret_cast<__half *>(stage + nwarps * STAGE_FLOATS);
-    __half *win0 = sbias + 64, *win1 = win0 + a.win_halves;
+    float *sbias = stage + nwarps * STAGE_FLOATS;
+    __half *win0 = reinterpret_cast<__half *>(sbias + bias_floats(NF * 8)),
+           *win1 = win0 + a.win_halves;
     const int tiles_x = (a.q + 31) / 32, tiles_y = (a.p + nwarps - 1) / nwarps;
     const int total = tiles_x * tiles_y * a.n;
     load_weights<NF>(a, sw, sbias);
@@ -449,6 +471,7 @@ __global__ void __launch_bounds__(512) direct_kernel_persistent(direct_args a) {
                                    (rest % tiles_y) * nwarps, tx * 32);
         __syncthreads(); /* everyone is done with cur before it is refilled */
     }
+    fv_k::copy_wait<0>(); /* a block without a tile: its weights' copies */
 }
 
 typedef void (*kernel_fn)(direct_args);
@@ -577,7 +600,7 @@ extern "C" fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_dir
     a.x = static_cast<const __half *>(x);
     a.y = static_cast<__half *>(y);
     a.w = static_cast<const __half *>(w);
-    a.bias = static_cast<const __half *>(bias);
+    a.bias = static_cast<const float *>(bias);
     a.h = g->h, a.w_in = g->w, a.cs = g->cs, a.p = g->p, a.q = g->q, a.kp = g->kp, a.k = g->k;
     a.r = g->r, a.sh = g->sh, a.sw = g->sw, a.ph = g->ph, a.pw = g->pw, a.kr = g->kr;
     window_of(g, &a.rows_in, &a.cols_in, &a.row_stride);

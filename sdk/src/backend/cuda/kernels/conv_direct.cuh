@@ -66,12 +66,13 @@ int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t *smem, cha
  * g->grid, the blocks that fit the GPU at once. */
 fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g);
 
-/* y = act(conv(x, w) + bias) on stream. w: FP16 [r][kp / 8][kr][8], element
- * (r, k / 8, s * cm + c, k % 8) = W[k][c][r][s] (pairs: position
- * fv__conv_direct_pair_pos(s, c) instead of s * cm + c), zero elsewhere (row-major
- * 16 x 8 B tiles with 16-byte rows: conflict-free shared-memory reads); bias: kp FP16 values
- * or NULL. Output lanes k..kp-1 are written 0. No allocation, no
- * synchronization (capturable). */
+/* y = act(conv(x, w) + bias) on stream. w: FP16 [r][kp / 8][kr][8],
+ * element (r, k / 8, s * cm + c, k % 8) = W[k][c][r][s] (pairs: position
+ * fv__conv_direct_pair_pos(s, c) instead of s * cm + c), zero elsewhere
+ * (row-major 16 x 8 B tiles with 16-byte rows: conflict-free shared-memory
+ * reads); bias: kp FP32 values (zero in the padding, 16-byte aligned) or
+ * NULL. Output lanes k..kp-1 come out 0 (their weights and bias are zero).
+ * No allocation, no synchronization (capturable). */
 fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x,
                               void *y, const void *w, const void *bias, fv_activation act,
                               float alpha);

@@ -23,7 +23,7 @@ struct gemm_args {
     const __half *x;
     __half *y;
     const __half *w;
-    const __half *bias; /* or NULL */
+    const float *bias;  /* kp FP32 values, or NULL */
     float *part;        /* [tile][split][BM * BN] FP32, splits > 1 */
     unsigned *counters; /* [tile], splits > 1 */
     int h, w_in, cs, p, q, kp, k, r, s, sh, sw, ph, pw, dh, dw;
@@ -98,16 +98,16 @@ __device__ __forceinline__ void load_step(const gemm_args &a, const a_rows &t, i
 /* Bias, activation, FP16: 8 channels (ch0..ch0+7) of one pixel. */
 template <int ACT>
 __device__ __forceinline__ void store8(const gemm_args &a, int m, int ch0, const float (&v)[8],
-                                       uint4 bias8) {
+                                       const float (&b)[8]) {
     *reinterpret_cast<uint4 *>(a.y + (size_t)m * a.kp + ch0) =
-        fv_k::act8<ACT>(v, bias8, ch0, a.k, a.alpha);
+        fv_k::act8<ACT>(v, b, ch0, a.k, a.alpha);
 }
 
 /* The tile's outputs from the FP32 tile in shared memory (splits == 1) or
  * from the partials of every split (the last block of a tile). */
 template <int BN, int ACT>
 __device__ __forceinline__ void finish(const gemm_args &a, const float *ct, const float *parts,
-                                       int m0, int n0, uint4 bias8) {
+                                       int m0, int n0, const float (&b)[8]) {
     constexpr int VR = BN / 8; /* 8-channel vectors a row */
     for (int v = threadIdx.x; v < BM * VR; v += THREADS) {
         const int row = v / VR, c8 = v - row * VR, m = m0 + row, ch0 = n0 + c8 * 8;
@@ -147,31 +147,31 @@ __device__ __forceinline__ void finish(const gemm_args &a, const float *ct, cons
                 acc[4] += u1.x, acc[5] += u1.y, acc[6] += u1.z, acc[7] += u1.w;
             }
         }
-        store8<ACT>(a, m, ch0, acc, bias8);
+        store8<ACT>(a, m, ch0, acc, b);
     }
 }
 
 template <int BN>
 __device__ __forceinline__ void finish_act(const gemm_args &a, const float *ct, const float *parts,
-                                           int m0, int n0, uint4 bias8) {
+                                           int m0, int n0, const float (&b)[8]) {
     switch (a.act) {
     case FV_ACT_RELU:
-        finish<BN, FV_ACT_RELU>(a, ct, parts, m0, n0, bias8);
+        finish<BN, FV_ACT_RELU>(a, ct, parts, m0, n0, b);
         break;
     case FV_ACT_CLIPPED_RELU:
-        finish<BN, FV_ACT_CLIPPED_RELU>(a, ct, parts, m0, n0, bias8);
+        finish<BN, FV_ACT_CLIPPED_RELU>(a, ct, parts, m0, n0, b);
         break;
     case FV_ACT_SIGMOID:
-        finish<BN, FV_ACT_SIGMOID>(a, ct, parts, m0, n0, bias8);
+        finish<BN, FV_ACT_SIGMOID>(a, ct, parts, m0, n0, b);
         break;
     case FV_ACT_TANH:
-        finish<BN, FV_ACT_TANH>(a, ct, parts, m0, n0, bias8);
+        finish<BN, FV_ACT_TANH>(a, ct, parts, m0, n0, b);
         break;
     case FV_ACT_LEAKY_RELU:
-        finish<BN, FV_ACT_LEAKY_RELU>(a, ct, parts, m0, n0, bias8);
+        finish<BN, FV_ACT_LEAKY_RELU>(a, ct, parts, m0, n0, b);
         break;
     default:
-        finish<BN, FV_ACT_IDENTITY>(a, ct, parts, m0, n0, bias8);
+        finish<BN, FV_ACT_IDENTITY>(a, ct, parts, m0, n0, b);
         break;
     }
 }
@@ -202,10 +202,15 @@ template <int BN> __global__ void __launch_bounds__(THREADS) gemm_kernel(gemm_ar
      * now so that their latency hides under the main loop, not in the last
      * block's serial finish */
     static_assert(THREADS % (BN / 8) == 0, "a thread's vectors share their channels");
-    uint4 bias8 = make_uint4(0u, 0u, 0u, 0u);
+    float b[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     {
         const int ch0 = n0 + (int)(threadIdx.x % (BN / 8)) * 8;
-        if (a.bias && ch0 < a.kp) bias8 = __ldg(reinterpret_cast<const uint4 *>(a.bias + ch0));
+        if (a.bias && ch0 < a.kp) {
+            const float4 lo = __ldg(reinterpret_cast<const float4 *>(a.bias + ch0)),
+                         hi = __ldg(reinterpret_cast<const float4 *>(a.bias + ch0 + 4));
+            b[0] = lo.x, b[1] = lo.y, b[2] = lo.z, b[3] = lo.w;
+            b[4] = hi.x, b[5] = hi.y, b[6] = hi.z, b[7] = hi.w;
+        }
     }
 #pragma unroll
     for (int st = 0; st < STAGES - 1; st++) {
@@ -249,7 +254,7 @@ template <int BN> __global__ void __launch_bounds__(THREADS) gemm_kernel(gemm_ar
                                     acc[fi][fj], BN + 4, wmma::mem_row_major);
     __syncthreads();
     if (a.splits == 1) {
-        finish_act<BN>(a, ct, nullptr, m0, n0, bias8);
+        finish_act<BN>(a, ct, nullptr, m0, n0, b);
         return;
     }
 
@@ -266,7 +271,7 @@ template <int BN> __global__ void __launch_bounds__(THREADS) gemm_kernel(gemm_ar
     __syncthreads();
     if (!last) return;
     __threadfence(); /* see every other split's partial */
-    finish_act<BN>(a, nullptr, parts, m0, n0, bias8);
+    finish_act<BN>(a, nullptr, parts, m0, n0, b);
     if (threadIdx.x == 0) a.counters[tile] = 0u; /* ready for the next run */
 }
 
@@ -335,7 +340,7 @@ extern "C" fv_status fv__conv_gemm_run(cudaStream_t stream, const fv__conv_gemm_
     a.x = static_cast<const __half *>(x);
     a.y = static_cast<__half *>(y);
     a.w = static_cast<const __half *>(w);
-    a.bias = static_cast<const __half *>(bias);
+    a.bias = static_cast<const float *>(bias);
     a.part = static_cast<float *>(ws);
     a.counters = static_cast<unsigned *>(g->counters);
     a.h = g->h, a.w_in = g->w, a.cs = g->cs, a.p = g->p, a.q = g->q, a.kp = g->kp, a.k = g->k;

@@ -49,9 +49,10 @@ size_t fv__conv_gemm_workspace(const fv__conv_gemm_geom *g);
 size_t fv__conv_gemm_counter_bytes(const fv__conv_gemm_geom *g);
 
 /* y = act(conv(x, w) + bias) on stream. w: FP16 [kp][r][s][cs], zero in
- * the padding (cuDNN's KRSC); bias: kp FP16 values or NULL; ws: at least
- * fv__conv_gemm_workspace bytes, 16-byte aligned. Output lanes k..kp-1 are
- * written 0. No allocation, no synchronization (capturable). */
+ * the padding (cuDNN's KRSC); bias: kp FP32 values (zero in the padding,
+ * 16-byte aligned) or NULL; ws: at least fv__conv_gemm_workspace bytes,
+ * 16-byte aligned. Output lanes k..kp-1 come out 0 (their weights and bias
+ * are zero). No allocation, no synchronization (capturable). */
 fv_status fv__conv_gemm_run(cudaStream_t stream, const fv__conv_gemm_geom *g, const void *x,
                             void *y, const void *w, const void *bias, fv_activation act,
                             float alpha, void *ws);
