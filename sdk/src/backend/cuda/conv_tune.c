@@ -11,12 +11,16 @@
 #define TUNE_WARMUP 3
 #define TUNE_RUNS   11
 /* The finalists (within REFINE_SPAN of the best, at most REFINE_MAX) are
- * timed again, REFINE_ROUNDS rounds of one call each, interleaved: 11 runs
- * of a 7 us op, back to back, can land in one mode of a spread that the
- * op's later use does not (H100, 32x32x64 -> 128 3x3 s2: the autotuner's
- * median 0.0063 ms, the benchmark's 0.0080). */
+ * timed again: REFINE_ROUNDS rounds, each a block of REFINE_BLOCK runs of
+ * every finalist in turn, after one untimed call (11 runs of a 7 us op, back
+ * to back, can land in one mode of a spread that the op's later use does
+ * not). Blocks, not single calls in turn: on the H100, cuDNN's runtime-fusion
+ * plans run a call after another plan's at 0.049 ms instead of 0.014
+ * (128x128x128->128 3x3), a cost of switching that timing would then pick
+ * on. */
 #define REFINE_MAX    4
-#define REFINE_ROUNDS 31
+#define REFINE_ROUNDS 4
+#define REFINE_BLOCK  8
 #define REFINE_SPAN   1.10f
 
 static int cmp_float(const void *a, const void *b) {
@@ -98,12 +102,11 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
 }
 
 /* The refinement (see REFINE_MAX): the finalists' ms become the medians of
- * their interleaved runs; each round starts at the next finalist, so none
- * always runs first after the scrub. Best effort: a failure leaves ms as
- * the first pass measured it. */
+ * their REFINE_ROUNDS x REFINE_BLOCK runs; each round starts at the next
+ * finalist. Best effort: a failure leaves ms as the first pass measured it. */
 static void refine(fv_conv2d *op, const fv__conv_cand *cands, const fv__conv_legacy *legacy, int n,
                    const void *x, void *y, const void *w, const void *b, void *ws, void *scrub,
-                   size_t scrub_bytes, float *ms) {
+                   size_t scrub_bytes, cudaEvent_t e0, cudaEvent_t e1, float *ms) {
     fv_context *ctx = op->ctx;
     cudaStream_t stream = fv__cuda_stream(ctx);
     /* the fastest REFINE_MAX within the span of the best */
@@ -120,9 +123,9 @@ static void refine(fv_conv2d *op, const fv__conv_cand *cands, const fv__conv_leg
         fin[k] = pick;
     }
     if (k < 2) return;
+    enum { RUNS = REFINE_ROUNDS * REFINE_BLOCK };
     fv__bdesc vp[REFINE_MAX] = {NULL};
-    cudaEvent_t ev[2 * REFINE_MAX] = {NULL};
-    float t[REFINE_MAX][REFINE_ROUNDS];
+    float t[REFINE_MAX][RUNS];
     int ok = 1;
     for (int j = 0; ok && j < k; j++) {
         const fv__conv_cand *c = &cands[fin[j]];
@@ -131,27 +134,28 @@ static void refine(fv_conv2d *op, const fv__conv_cand *cands, const fv__conv_leg
                                   ws, &vp[j]) != CUDNN_STATUS_SUCCESS)
             ok = 0;
     }
-    for (int e = 0; ok && e < 2 * k; e++)
-        if (cudaEventCreate(&ev[e]) != cudaSuccess) ok = 0;
-    for (int r = 0; ok && r < REFINE_ROUNDS; r++) {
+    for (int r = 0; ok && r < REFINE_ROUNDS; r++)
         for (int q = 0; ok && q < k; q++) {
-            int j = (r + q) % k;
-            if (scrub) cudaMemsetAsync(scrub, r, scrub_bytes, stream);
-            cudaEventRecord(ev[2 * j], stream);
-            ok = fv__conv_run(op, &cands[fin[j]], legacy, vp[j], x, y, w, b, ws) == FV_OK;
-            cudaEventRecord(ev[2 * j + 1], stream);
-            /* the events of a round are reused: wait for this one's */
-            if (ok) ok = cudaEventSynchronize(ev[2 * j + 1]) == cudaSuccess;
-            if (ok) ok = cudaEventElapsedTime(&t[j][r], ev[2 * j], ev[2 * j + 1]) == cudaSuccess;
+            const int j = (r + q) % k;
+            const fv__conv_cand *c = &cands[fin[j]];
+            ok = fv__conv_run(op, c, legacy, vp[j], x, y, w, b, ws) == FV_OK; /* untimed */
+            for (int i = 0; ok && i < REFINE_BLOCK; i++) {
+                if (scrub) cudaMemsetAsync(scrub, i, scrub_bytes, stream);
+                cudaEventRecord(e0, stream);
+                ok = fv__conv_run(op, c, legacy, vp[j], x, y, w, b, ws) == FV_OK;
+                cudaEventRecord(e1, stream);
+                if (ok) ok = cudaEventSynchronize(e1) == cudaSuccess;
+                if (ok)
+                    ok = cudaEventElapsedTime(&t[j][r * REFINE_BLOCK + i], e0, e1) == cudaSuccess;
+            }
         }
-    }
     if (ok) {
         for (int j = 0; j < k; j++) {
-            qsort(t[j], REFINE_ROUNDS, sizeof t[j][0], cmp_float);
+            qsort(t[j], RUNS, sizeof t[j][0], cmp_float);
             fv__log(ctx, FV_LOG_DEBUG, "autotune: refined %-28s %-12s %.4f -> %.4f ms",
                     cands[fin[j]].engine, fv__engine_path_name(cands[fin[j]].path),
-                    (double)ms[fin[j]], (double)t[j][REFINE_ROUNDS / 2]);
-            ms[fin[j]] = t[j][REFINE_ROUNDS / 2];
+                    (double)ms[fin[j]], (double)t[j][RUNS / 2]);
+            ms[fin[j]] = t[j][RUNS / 2];
         }
     } else {
         cudaGetLastError();
@@ -163,8 +167,6 @@ static void refine(fv_conv2d *op, const fv__conv_cand *cands, const fv__conv_leg
     }
     for (int j = 0; j < k; j++)
         if (vp[j]) cudnnBackendDestroyDescriptor(vp[j]);
-    for (int e = 0; e < 2 * k; e++)
-        if (ev[e]) cudaEventDestroy(ev[e]);
 }
 
 fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *legacy, int n,
@@ -262,7 +264,7 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
         fv__log(ctx, FV_LOG_DEBUG, "autotune: %-28s %-12s %-44s %.4f ms", cands[i].engine,
                 fv__engine_path_name(cands[i].path), cands[i].f.name, (double)ms[i]);
     }
-    if (s == FV_OK) refine(op, cands, legacy, n, x, y, w, b, ws, scrub, scrub_bytes, ms);
+    if (s == FV_OK) refine(op, cands, legacy, n, x, y, w, b, ws, scrub, scrub_bytes, e0, e1, ms);
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     cudaStreamSynchronize(stream);
