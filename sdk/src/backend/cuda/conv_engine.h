@@ -49,7 +49,7 @@ static inline int fv__conv_uses_graph(fv__engine_path p) {
 }
 
 /* The device bias: kp FP16 values, then (at the next 128-byte boundary) the
- * same kp values in FP32 for the graph-pw path. */
+ * same kp values in FP32 for the graph-pw path and fovea's kernels. */
 static inline size_t fv__conv_bias_bytes(int kp) {
     return FV_ROUND_UP((size_t)kp * 2, FV_ALIGN) + (size_t)kp * 4;
 }
@@ -163,7 +163,7 @@ fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
 
 /* Times candidates (warm-up, median of events) with scratch input/output
  * carved from the device pool, then the (up to 4) fastest within 10% of the
- * best again, interleaved; ms[i] gets each median (INFINITY when it
+ * best again, in turns of 8 runs; ms[i] gets each median (INFINITY when it
  * failed). Returns FV_ERR_OUT_OF_MEMORY when scratch cannot be carved. */
 fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *legacy, int n,
                         const void *w, const void *b, float *ms);
