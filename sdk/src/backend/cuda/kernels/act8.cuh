@@ -49,6 +49,33 @@ __device__ __forceinline__ uint4 act8(const float (&v)[8], const float (&b)[8], 
     return *reinterpret_cast<const uint4 *>(h);
 }
 
+/* The activation as a compile-time constant: with_act(act, f) calls
+ * f(act_c<ACT>()) for the runtime act, so a kernel's epilogue is compiled
+ * once per activation and chosen once per tile, not per element. */
+template <int A> struct act_c { static constexpr int value = A; };
+template <class F> __device__ __forceinline__ void with_act(int act, F &&f) {
+    switch (act) {
+    case FV_ACT_RELU:
+        f(act_c<FV_ACT_RELU>());
+        break;
+    case FV_ACT_CLIPPED_RELU:
+        f(act_c<FV_ACT_CLIPPED_RELU>());
+        break;
+    case FV_ACT_SIGMOID:
+        f(act_c<FV_ACT_SIGMOID>());
+        break;
+    case FV_ACT_TANH:
+        f(act_c<FV_ACT_TANH>());
+        break;
+    case FV_ACT_LEAKY_RELU:
+        f(act_c<FV_ACT_LEAKY_RELU>());
+        break;
+    default:
+        f(act_c<FV_ACT_IDENTITY>());
+        break;
+    }
+}
+
 } // namespace fv_k
 
 #endif

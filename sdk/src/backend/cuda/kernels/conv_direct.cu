@@ -223,26 +223,9 @@ __device__ __forceinline__ void load_window(const direct_args &a, __half *win, i
 template <int NF, class Put>
 __device__ __forceinline__ void epilogue_act(const direct_args &a, Put put, float *stage,
                                              const float *sbias, int n, int oy0, int ox0) {
-    switch (a.act) {
-    case FV_ACT_RELU:
-        epilogue<FV_ACT_RELU, NF>(a, put, stage, sbias, n, oy0, ox0);
-        break;
-    case FV_ACT_CLIPPED_RELU:
-        epilogue<FV_ACT_CLIPPED_RELU, NF>(a, put, stage, sbias, n, oy0, ox0);
-        break;
-    case FV_ACT_SIGMOID:
-        epilogue<FV_ACT_SIGMOID, NF>(a, put, stage, sbias, n, oy0, ox0);
-        break;
-    case FV_ACT_TANH:
-        epilogue<FV_ACT_TANH, NF>(a, put, stage, sbias, n, oy0, ox0);
-        break;
-    case FV_ACT_LEAKY_RELU:
-        epilogue<FV_ACT_LEAKY_RELU, NF>(a, put, stage, sbias, n, oy0, ox0);
-        break;
-    default:
-        epilogue<FV_ACT_IDENTITY, NF>(a, put, stage, sbias, n, oy0, ox0);
-        break;
-    }
+    fv_k::with_act(a.act, [&](auto act) {
+        epilogue<decltype(act)::value, NF>(a, put, stage, sbias, n, oy0, ox0);
+    });
 }
 
 template <bool B> struct bool_c {};

@@ -154,26 +154,8 @@ __device__ __forceinline__ void finish(const gemm_args &a, const float *ct, cons
 template <int BN>
 __device__ __forceinline__ void finish_act(const gemm_args &a, const float *ct, const float *parts,
                                            int m0, int n0, const float (&b)[8]) {
-    switch (a.act) {
-    case FV_ACT_RELU:
-        finish<BN, FV_ACT_RELU>(a, ct, parts, m0, n0, b);
-        break;
-    case FV_ACT_CLIPPED_RELU:
-        finish<BN, FV_ACT_CLIPPED_RELU>(a, ct, parts, m0, n0, b);
-        break;
-    case FV_ACT_SIGMOID:
-        finish<BN, FV_ACT_SIGMOID>(a, ct, parts, m0, n0, b);
-        break;
-    case FV_ACT_TANH:
-        finish<BN, FV_ACT_TANH>(a, ct, parts, m0, n0, b);
-        break;
-    case FV_ACT_LEAKY_RELU:
-        finish<BN, FV_ACT_LEAKY_RELU>(a, ct, parts, m0, n0, b);
-        break;
-    default:
-        finish<BN, FV_ACT_IDENTITY>(a, ct, parts, m0, n0, b);
-        break;
-    }
+    fv_k::with_act(a.act,
+                   [&](auto act) { finish<BN, decltype(act)::value>(a, ct, parts, m0, n0, b); });
 }
 
 /* Grid: x = output tile (M fastest), y = split. 4 warps in 2 x 2, each
