@@ -245,10 +245,9 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
             cudaEventRecord(e0, stream);
             rs = fv__conv_run(op, &cands[i], legacy, vp, x, y, w, b, ws);
             cudaEventRecord(e1, stream);
-            if (rs == FV_OK && cudaEventSynchronize(e1) == cudaSuccess)
-                cudaEventElapsedTime(&t[k], e0, e1);
-            else if (rs == FV_OK)
-                rs = FV_ERR_CUDA;
+            if (rs == FV_OK && (cudaEventSynchronize(e1) != cudaSuccess ||
+                                cudaEventElapsedTime(&t[k], e0, e1) != cudaSuccess))
+                rs = FV_ERR_CUDA; /* t[k] would be unset */
         }
         if (vp) cudnnBackendDestroyDescriptor(vp);
         if (rs != FV_OK) {
