@@ -40,10 +40,12 @@ typedef struct shape_run {
     bc_result r[V_COUNT];
 } shape_run;
 
-/* The bare conv's time that the fused op is judged against: the autotuned
- * op timed call for call with it. */
-static double bc_fused_bare_ms(const bc_result *r) {
-    return r[V_FUSED].pair.iters ? r[V_FUSED].pair.median_ms : r[V_AUTO].t.median_ms;
+/* The fused op's time over the bare conv's: over the autotuned op timed
+ * call for call with it (bc_pair_ratio), else over the autotuned op's own
+ * timing. */
+static double fused_vs_bare(const bc_result *r) {
+    if (r[V_FUSED].pair.iters) return bc_pair_ratio(&r[V_FUSED].t, &r[V_FUSED].pair);
+    return r[V_FUSED].t.median_ms / r[V_AUTO].t.median_ms;
 }
 
 static void print_table(const bc_env *e, const bc_opts *o, const shape_run *sr, int n) {
@@ -69,7 +71,7 @@ static void print_table(const bc_env *e, const bc_opts *o, const shape_run *sr, 
             else
                 printf("%9s ", "-");
         double ha = x->r[V_HEUR].t.median_ms / x->r[V_AUTO].t.median_ms;
-        double fa = x->r[V_FUSED].t.median_ms / bc_fused_bare_ms(x->r);
+        double fa = fused_vs_bare(x->r);
         double ac = x->r[V_AUTO].t.median_ms / x->r[V_CUDNN].t.median_ms;
         double al = x->r[V_LEGACY].ok ? x->r[V_AUTO].t.median_ms / x->r[V_LEGACY].t.median_ms : 0;
         printf("| %6.3f %6.3f %6.3f %6.3f | %8.2g %s (%s)\n", ha, fa, ac, al, x->r[V_AUTO].err,

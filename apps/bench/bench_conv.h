@@ -57,6 +57,9 @@ double bc_gflop(const bc_shape *s); /* 2 * N*P*Q*K*C*R*S / 1e9 */
 typedef struct bc_timing {
     double median_ms, min_ms, mean_ms;
     int iters;
+    /* bc_time_pair: the medians of the calls it made first, and second, in
+     * a turn (0 from bc_time) */
+    double first_ms, second_ms;
 } bc_timing;
 
 /* Where the benchmarks run: a CUDA context, its stream, the options. */
@@ -86,10 +89,19 @@ int bc_cmp_double(const void *a, const void *b);
 /* Runs fn(arg, i % nsets) e->warmup times, then e->iters times, each between
  * two events; fn returns nonzero on failure (and has printed why). */
 int bc_time(const bc_env *e, int nsets, int (*fn)(void *arg, int set), void *arg, bc_timing *out);
-/* Two functions timed alternately (a, b, a, b, ...), each call between its
- * own events (and after its own L2 scrub in flush mode). */
+/* Two functions timed in turns, the order swapped every other turn (a b,
+ * b a, a b, ...), each call between its own events (and after its own L2
+ * scrub in flush mode). Each gets the statistics of all its calls and the
+ * medians of its calls in each position (first_ms, second_ms). */
 int bc_time_pair(const bc_env *e, int nsets, int (*fa)(void *arg, int set), void *aa,
                  int (*fb)(void *arg, int set), void *ab, bc_timing *out_a, bc_timing *out_b);
+/* a's time over b's from one bc_time_pair: the ratio of their medians in
+ * each position, then the geometric mean of the two. Position matters: on
+ * the H100 the first call of a turn ran up to 0.9 us longer than the second
+ * on a 7 us op, whichever of the two ops it was, so a fixed order would
+ * charge that to one of them. Falls back to the ratio of the medians when
+ * the positions were not recorded. */
+double bc_pair_ratio(const bc_timing *a, const bc_timing *b);
 double bc_now_ms(void);
 /* Sleeps ms milliseconds (the host; the GPU idles if nothing is queued). */
 void bc_sleep_ms(double ms);

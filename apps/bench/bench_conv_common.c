@@ -53,28 +53,41 @@ int bc_cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static double median_sorted(const double *t, int n) {
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
 /* Median, min and mean of samples whose events are ev[2 * (i * stride +
- * off)] .. ev[... + 1], i < iters; t: scratch for iters values. */
-static int summarize(cudaEvent_t *ev, int iters, int stride, int off, double *t, bc_timing *out) {
+ * off)] .. ev[... + 1], i < iters, of the turns i of parity `parity` only
+ * when it is 0 or 1 (then only the median is set); t: scratch for iters
+ * values. */
+static int summarize(cudaEvent_t *ev, int iters, int stride, int off, int parity, double *t,
+                     bc_timing *out) {
     double sum = 0;
+    int n = 0;
     for (int i = 0; i < iters; i++) {
+        if (parity >= 0 && (i & 1) != parity) continue;
         float ms = 0;
         int k = 2 * (i * stride + off);
         if (CU(cudaEventElapsedTime(&ms, ev[k], ev[k + 1]))) return 1;
-        t[i] = ms;
+        t[n++] = ms;
         sum += ms;
     }
-    qsort(t, (size_t)iters, sizeof *t, bc_cmp_double);
-    out->median_ms = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
+    if (n == 0) return 1;
+    qsort(t, (size_t)n, sizeof *t, bc_cmp_double);
+    out->median_ms = median_sorted(t, n);
+    if (parity >= 0) return 0;
     out->min_ms = t[0];
-    out->mean_ms = sum / iters;
-    out->iters = iters;
+    out->mean_ms = sum / n;
+    out->iters = n;
     return 0;
 }
 
 /* The timing loop of bc_time (nf 1) and bc_time_pair (nf 2): sample i of
  * function j runs between ev[2 (i nf + j)] and the next event; the L2
- * scrub (flush mode) runs before each, outside it. */
+ * scrub (flush mode) runs before each, outside it. With nf 2 the odd turns
+ * run the functions in reverse order, and each function's first_ms and
+ * second_ms are the medians of its calls in each position. */
 static int time_fns(const bc_env *e, int nsets, int nf, int (*const *fn)(void *, int),
                     void *const *arg, bc_timing *out) {
     int iters = e->iters, rc = 1, nev = 2 * iters * nf;
@@ -92,8 +105,8 @@ static int time_fns(const bc_env *e, int nsets, int nf, int (*const *fn)(void *,
             if (fn[j](arg[j], i % nsets)) goto done;
         }
     for (int i = 0; i < iters; i++)
-        for (int j = 0; j < nf; j++) {
-            int k = 2 * (i * nf + j);
+        for (int pos = 0; pos < nf; pos++) {
+            int j = nf == 2 && (i & 1) ? nf - 1 - pos : pos, k = 2 * (i * nf + j);
             if (e->flush && CU(cudaMemsetAsync(e->flush, i & 0xff, e->flush_bytes, e->stream)))
                 goto done;
             if (CU(cudaEventRecord(ev[k], e->stream))) goto done;
@@ -101,8 +114,16 @@ static int time_fns(const bc_env *e, int nsets, int nf, int (*const *fn)(void *,
             if (CU(cudaEventRecord(ev[k + 1], e->stream))) goto done;
         }
     if (CU(cudaEventSynchronize(ev[nev - 1]))) goto done;
-    for (int j = 0; j < nf; j++)
-        if (summarize(ev, iters, nf, j, t, &out[j])) goto done;
+    for (int j = 0; j < nf; j++) {
+        if (summarize(ev, iters, nf, j, -1, t, &out[j])) goto done;
+        if (nf != 2 || iters < 2) continue;
+        /* function j runs first in the turns of parity j */
+        bc_timing pos;
+        if (summarize(ev, iters, nf, j, j, t, &pos)) goto done;
+        out[j].first_ms = pos.median_ms;
+        if (summarize(ev, iters, nf, j, 1 - j, t, &pos)) goto done;
+        out[j].second_ms = pos.median_ms;
+    }
     rc = 0;
 done:
     if (ev)
@@ -128,6 +149,12 @@ int bc_time_pair(const bc_env *e, int nsets, int (*fa)(void *arg, int set), void
     *out_a = out[0];
     *out_b = out[1];
     return rc;
+}
+
+double bc_pair_ratio(const bc_timing *a, const bc_timing *b) {
+    if (a->first_ms > 0 && a->second_ms > 0 && b->first_ms > 0 && b->second_ms > 0)
+        return sqrt(a->first_ms / b->first_ms * (a->second_ms / b->second_ms));
+    return a->median_ms / b->median_ms;
 }
 
 double bc_rel_l2(const float *a, const float *b, size_t n) {

@@ -198,6 +198,17 @@ void bc_json_result(FILE *f, const bc_result *r, int legacy) {
     if (r->pair.iters) { /* the op it was timed against, call for call */
         num_or_null(f, "pair_median_ms", r->pair.median_ms, r->ok);
         fprintf(f, ", ");
+        /* the medians by position in a turn, and the ratio they give */
+        num_or_null(f, "first_ms", r->t.first_ms, r->ok && r->t.first_ms > 0);
+        fprintf(f, ", ");
+        num_or_null(f, "second_ms", r->t.second_ms, r->ok && r->t.second_ms > 0);
+        fprintf(f, ", ");
+        num_or_null(f, "pair_first_ms", r->pair.first_ms, r->ok && r->pair.first_ms > 0);
+        fprintf(f, ", ");
+        num_or_null(f, "pair_second_ms", r->pair.second_ms, r->ok && r->pair.second_ms > 0);
+        fprintf(f, ", ");
+        num_or_null(f, "pair_ratio", bc_pair_ratio(&r->t, &r->pair), r->ok);
+        fprintf(f, ", ");
     }
     num_or_null(f, "rel_err", r->err, r->ran && r->err >= 0 && r->err < 1e30);
     fprintf(f, ", \"create_ms\": %.3f, \"why\": ", r->create_ms);

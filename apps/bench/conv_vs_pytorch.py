@@ -170,6 +170,9 @@ def combine(fovea, torch_res):
         # autotuned row, timed on its own)
         fb = (s.get("fused") or {}).get("pair_median_ms") or a
         ratio = (lambda x, y: x / y if x and y else None)
+        # fused/bare as fovea-bench computed it (the medians by position in
+        # the turns, whose order swaps every other turn); older JSON: f / fb
+        fvb = (s.get("fused") or {}).get("pair_ratio") if f else None
         rows.append({
             "index": s["index"], "name": s["name"], "gflop": s["gflop"], "sets": s.get("sets"),
             "fovea_ok": s["ok"], "why": s.get("why", ""),
@@ -185,7 +188,7 @@ def combine(fovea, torch_res):
             "legacy_algo": (s.get("legacy") or {}).get("algo_name"),
             "auto_vs_torch": ratio(a, p), "heur_vs_torch": ratio(h, p),
             "cudnn_vs_torch": ratio(c, p), "auto_vs_cudnn": ratio(a, c),
-            "legacy_vs_torch": ratio(l, p), "fused_vs_bare": ratio(f, fb), "bare_paired_ms": fb,
+            "legacy_vs_torch": ratio(l, p), "fused_vs_bare": fvb or ratio(f, fb), "bare_paired_ms": fb,
             "heur_vs_auto": ratio(h, a), "auto_vs_legacy": ratio(a, l),
         })
     return rows
