@@ -113,7 +113,9 @@ static int time_fns(const bc_env *e, int nsets, int nf, int (*const *fn)(void *,
             if (fn[j](arg[j], i % nsets)) goto done;
             if (CU(cudaEventRecord(ev[k + 1], e->stream))) goto done;
         }
-    if (CU(cudaEventSynchronize(ev[nev - 1]))) goto done;
+    /* the stream, not ev[nev - 1]: in a reversed turn that event is not the
+     * last one recorded */
+    if (CU(cudaStreamSynchronize(e->stream))) goto done;
     for (int j = 0; j < nf; j++) {
         if (summarize(ev, iters, nf, j, -1, t, &out[j])) goto done;
         if (nf != 2 || iters < 2) continue;
