@@ -15,8 +15,6 @@
 # Environment: FV_CONV_ITERS (100), FV_CONV_WARMUP (10), FV_CONV_SHAPES (all),
 #   FV_CONV_CACHE (flush|rotate), FV_CONV_PROFILE_REPEATS (5), FV_CONV_TABLES
 #   (1; 0 skips conv-tables), FV_CONV_TIMEOUT (480: seconds for conv_vs_pytorch.py),
-#   FV_CONV_REUSE (0; 1: no build and no fovea-bench: PyTorch and the report on the
-#   fovea results already in OUTDIR, for a run whose PyTorch side was cut short),
 #   PYTHON (python3). Debian .debs in .deps/
 #   (libpng, libjpeg headers for the platform library) are unpacked and used,
 #   as toolchain/device-check.sh does.
@@ -40,20 +38,6 @@ export PYTHONUNBUFFERED=1
 # shellcheck source=apps/bench/bench_env.sh
 source "$root/apps/bench/bench_env.sh" || exit 1
 
-# FV_CONV_REUSE=1: the PyTorch side and the report again, on the fovea-bench
-# results an earlier run left in $out (fovea_conv.json, conv_profile_fresh.json)
-reuse_fovea() {
-  if [ ! -f "$out/fovea_conv.json" ]; then
-    echo "run_conv_bench: FV_CONV_REUSE=1 needs $out/fovea_conv.json from an earlier run" >&2
-    return 1
-  fi
-  step "PyTorch, and the report on $out/fovea_conv.json (FV_CONV_REUSE=1)"
-  timeout "${FV_CONV_TIMEOUT:-480}" "$py" apps/bench/conv_vs_pytorch.py --reuse \
-    --fovea-json "$out/fovea_conv.json" --fresh-json "$out/conv_profile_fresh.json" \
-    --json "$out/conv_vs_pytorch.json" --png "$out/conv_ratios.png"
-  echo "conv_vs_pytorch.py: exit $?"
-}
-
 main() {
   cd "$root" || return 1
   step "machine"
@@ -68,11 +52,6 @@ main() {
   step "PyTorch's cuDNN"
   local cudnn_root cmake_cudnn=() # set by bench_torch_cudnn
   bench_torch_cudnn run_conv_bench || return 1
-
-  if [ "${FV_CONV_REUSE:-0}" = 1 ]; then
-    reuse_fovea
-    return
-  fi
 
   step "configure and build (build-torchcudnn, CUDA architecture 90)"
   local extra=()
