@@ -101,12 +101,48 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
                                   early);
 }
 
+/* Where autotuning runs a candidate: scratch tensors carved for it, the
+ * weights and bias, the workspace, the L2 scrubber (NULL: timing warm) and
+ * a pair of events. */
+typedef struct tune_bench {
+    const void *x, *w, *b;
+    void *y, *ws, *scrub;
+    size_t scrub_bytes;
+    cudaEvent_t e0, e1;
+} tune_bench;
+
+/* The variant pack graph candidate c runs with on tb (*vp NULL for the
+ * other paths). */
+static cudnnStatus_t bench_pack(const fv_conv2d *op, const fv__conv_cand *c, const tune_bench *tb,
+                                fv__bdesc *vp) {
+    *vp = NULL;
+    if (!fv__conv_uses_graph(c->path)) return CUDNN_STATUS_SUCCESS;
+    return fv__conv_variant_pack(tb->x, tb->w, tb->y,
+                                 fv__conv_graph_bias(c->path, op->has_bias, tb->b, c->f.kp), tb->ws,
+                                 vp);
+}
+
+/* One timed run of c from a cold L2 (scrubbed with byte `fill` first, as a
+ * frame in a pipeline sees it): *ms its event time. The main pass and the
+ * refinement both time with this, so their figures compare. */
+static fv_status timed_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_legacy *l,
+                           fv__bdesc vp, const tune_bench *tb, int fill, float *ms) {
+    cudaStream_t stream = fv__cuda_stream(op->ctx);
+    if (tb->scrub) cudaMemsetAsync(tb->scrub, fill, tb->scrub_bytes, stream);
+    cudaEventRecord(tb->e0, stream);
+    fv_status s = fv__conv_run(op, c, l, vp, tb->x, tb->y, tb->w, tb->b, tb->ws);
+    cudaEventRecord(tb->e1, stream);
+    if (s == FV_OK && (cudaEventSynchronize(tb->e1) != cudaSuccess ||
+                       cudaEventElapsedTime(ms, tb->e0, tb->e1) != cudaSuccess))
+        s = fv__error(FV_ERR_CUDA, "autotune: reading %s's events failed", c->engine);
+    return s;
+}
+
 /* The refinement (see REFINE_MAX): the finalists' ms become the medians of
  * their REFINE_ROUNDS x REFINE_BLOCK runs; each round starts at the next
  * finalist. Best effort: a failure leaves ms as the first pass measured it. */
 static void refine(fv_conv2d *op, const fv__conv_cand *cands, const fv__conv_legacy *legacy, int n,
-                   const void *x, void *y, const void *w, const void *b, void *ws, void *scrub,
-                   size_t scrub_bytes, cudaEvent_t e0, cudaEvent_t e1, float *ms) {
+                   const tune_bench *tb, float *ms) {
     fv_context *ctx = op->ctx;
     cudaStream_t stream = fv__cuda_stream(ctx);
     /* the fastest REFINE_MAX within the span of the best */
@@ -127,27 +163,16 @@ static void refine(fv_conv2d *op, const fv__conv_cand *cands, const fv__conv_leg
     fv__bdesc vp[REFINE_MAX] = {NULL};
     float t[REFINE_MAX][RUNS];
     int ok = 1;
-    for (int j = 0; ok && j < k; j++) {
-        const fv__conv_cand *c = &cands[fin[j]];
-        if (fv__conv_uses_graph(c->path) &&
-            fv__conv_variant_pack(x, w, y, fv__conv_graph_bias(c->path, op->has_bias, b, c->f.kp),
-                                  ws, &vp[j]) != CUDNN_STATUS_SUCCESS)
-            ok = 0;
-    }
+    for (int j = 0; ok && j < k; j++)
+        ok = bench_pack(op, &cands[fin[j]], tb, &vp[j]) == CUDNN_STATUS_SUCCESS;
     for (int r = 0; ok && r < REFINE_ROUNDS; r++)
         for (int q = 0; ok && q < k; q++) {
             const int j = (r + q) % k;
             const fv__conv_cand *c = &cands[fin[j]];
-            ok = fv__conv_run(op, c, legacy, vp[j], x, y, w, b, ws) == FV_OK; /* untimed */
-            for (int i = 0; ok && i < REFINE_BLOCK; i++) {
-                if (scrub) cudaMemsetAsync(scrub, i, scrub_bytes, stream);
-                cudaEventRecord(e0, stream);
-                ok = fv__conv_run(op, c, legacy, vp[j], x, y, w, b, ws) == FV_OK;
-                cudaEventRecord(e1, stream);
-                if (ok) ok = cudaEventSynchronize(e1) == cudaSuccess;
-                if (ok)
-                    ok = cudaEventElapsedTime(&t[j][r * REFINE_BLOCK + i], e0, e1) == cudaSuccess;
-            }
+            ok = fv__conv_run(op, c, legacy, vp[j], tb->x, tb->y, tb->w, tb->b, tb->ws) ==
+                 FV_OK; /* untimed */
+            for (int i = 0; ok && i < REFINE_BLOCK; i++)
+                ok = timed_run(op, c, legacy, vp[j], tb, i, &t[j][r * REFINE_BLOCK + i]) == FV_OK;
         }
     if (ok) {
         for (int j = 0; j < k; j++) {
@@ -228,27 +253,24 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
         if (e == cudaSuccess) e = cudaEventCreate(&e1);
         if (e != cudaSuccess) s = fv__cuda_fail(e, "autotune set-up", __FILE__, __LINE__);
     }
+    const tune_bench tb = {.x = x,
+                           .w = w,
+                           .b = b,
+                           .y = y,
+                           .ws = ws,
+                           .scrub = scrub,
+                           .scrub_bytes = scrub_bytes,
+                           .e0 = e0,
+                           .e1 = e1};
     for (int i = 0; s == FV_OK && i < n; i++) {
         float t[TUNE_RUNS];
         fv_status rs = FV_OK;
         fv__bdesc vp = NULL;
-        if (fv__conv_uses_graph(cands[i].path) &&
-            fv__conv_variant_pack(
-                x, w, y, fv__conv_graph_bias(cands[i].path, op->has_bias, b, cands[i].f.kp), ws,
-                &vp) != CUDNN_STATUS_SUCCESS)
-            continue;
+        if (bench_pack(op, &cands[i], &tb, &vp) != CUDNN_STATUS_SUCCESS) continue;
         for (int k = 0; rs == FV_OK && k < TUNE_WARMUP; k++)
             rs = fv__conv_run(op, &cands[i], legacy, vp, x, y, w, b, ws);
-        for (int k = 0; rs == FV_OK && k < TUNE_RUNS; k++) {
-            /* time from a cold L2, as a frame in a pipeline sees it */
-            if (scrub) cudaMemsetAsync(scrub, k, scrub_bytes, stream);
-            cudaEventRecord(e0, stream);
-            rs = fv__conv_run(op, &cands[i], legacy, vp, x, y, w, b, ws);
-            cudaEventRecord(e1, stream);
-            if (rs == FV_OK && (cudaEventSynchronize(e1) != cudaSuccess ||
-                                cudaEventElapsedTime(&t[k], e0, e1) != cudaSuccess))
-                rs = FV_ERR_CUDA; /* t[k] would be unset */
-        }
+        for (int k = 0; rs == FV_OK && k < TUNE_RUNS; k++)
+            rs = timed_run(op, &cands[i], legacy, vp, &tb, k, &t[k]);
         if (vp) cudnnBackendDestroyDescriptor(vp);
         if (rs != FV_OK) {
             /* an engine that fails at run time is skipped, not fatal */
@@ -263,7 +285,7 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
         fv__log(ctx, FV_LOG_DEBUG, "autotune: %-28s %-12s %-44s %.4f ms", cands[i].engine,
                 fv__engine_path_name(cands[i].path), cands[i].f.name, (double)ms[i]);
     }
-    if (s == FV_OK) refine(op, cands, legacy, n, x, y, w, b, ws, scrub, scrub_bytes, e0, e1, ms);
+    if (s == FV_OK) refine(op, cands, legacy, n, &tb, ms);
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     cudaStreamSynchronize(stream);
