@@ -25,6 +25,11 @@ pkgs=(build-essential cmake pkg-config libcmocka-dev libpng-dev zlib1g-dev
 # GStreamer: gst://, csi://, video files, display://, video and RTP sinks,
 # and their round-trip test.
 pkgs+=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav)
+# Networks: the ONNX importer (protobuf-c on ONNX's onnx.proto), ONNX's node
+# conformance tests, and the models tests export and check with PyTorch
+# (CPU) and onnx; Fashion-MNIST for the trained model.
+pkgs+=(libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-torch
+       python3-torchvision python3-onnx dataset-fashion-mnist)
 # V4L2 against the kernel's vivid driver under qemu (tests/v4l2).
 pkgs+=(qemu-system-x86 busybox-static kmod cpio)
 # libjpeg-turbo's headers: Debian's name, else the generic one (Ubuntu).

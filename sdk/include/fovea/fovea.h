@@ -13,5 +13,6 @@
 #include "fovea/filter.h"
 #include "fovea/frame.h"
 #include "fovea/pipeline.h"
+#include "fovea/net.h"
 
 #endif

@@ -25,7 +25,11 @@ typedef enum fv_activation {
     FV_ACT_CLIPPED_RELU = 2, /* min(max(x, 0), alpha); alpha 0 means 6 (ReLU6) */
     FV_ACT_SIGMOID = 3,
     FV_ACT_TANH = 4,
-    FV_ACT_LEAKY_RELU = 5 /* x >= 0 ? x : alpha * x; alpha 0 means 0.01 */
+    FV_ACT_LEAKY_RELU = 5, /* x >= 0 ? x : alpha * x; alpha 0 means 0.01 */
+    /* The next three run as net layers (fovea/net.h), not inside a conv2d. */
+    FV_ACT_HARD_SIGMOID = 6, /* clamp(alpha * x + beta, 0, 1); alpha 0 means 1/6, beta 0.5 */
+    FV_ACT_HARD_SWISH = 7,   /* x * clamp(x / 6 + 0.5, 0, 1) */
+    FV_ACT_SILU = 8          /* x * sigmoid(x) */
 } fv_activation;
 
 const char *fv_activation_name(fv_activation a);

@@ -67,6 +67,16 @@ const char *fv_last_error(void);
 /* Clears this thread's last-error message. */
 void fv_clear_error(void);
 
+/* For libraries built on fovea (model importers, platform code): records a
+ * printf-style message as this thread's last error and returns s, or, with
+ * fv_error_prefix, prefixes the current message with "what: ". */
+fv_status fv_set_error(fv_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+fv_status fv_error_prefix(fv_status s, const char *what);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,6 +20,12 @@ const char *fv_activation_name(fv_activation a) {
         return "tanh";
     case FV_ACT_LEAKY_RELU:
         return "leaky_relu";
+    case FV_ACT_HARD_SIGMOID:
+        return "hard_sigmoid";
+    case FV_ACT_HARD_SWISH:
+        return "hard_swish";
+    case FV_ACT_SILU:
+        return "silu";
     }
     return "unknown";
 }
@@ -28,6 +34,7 @@ float fv__activation_alpha(fv_activation act, float alpha) {
     if (alpha != 0.0f) return alpha;
     if (act == FV_ACT_CLIPPED_RELU) return 6.0f;
     if (act == FV_ACT_LEAKY_RELU) return 0.01f;
+    if (act == FV_ACT_HARD_SIGMOID) return 1.0f / 6.0f;
     return 0.0f;
 }
 
@@ -35,6 +42,7 @@ float fv__activate(fv_activation act, float alpha, float x) {
     return fv__act(act, alpha, x);
 }
 
+/* The activations a conv2d and fv_add fuse (the rest run as net layers). */
 static bool act_valid(fv_activation a) {
     return (int)a >= FV_ACT_IDENTITY && (int)a <= FV_ACT_LEAKY_RELU;
 }

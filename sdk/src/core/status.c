@@ -65,6 +65,18 @@ fv_status fv__error(fv_status s, const char *fmt, ...) {
     return s;
 }
 
+fv_status fv_set_error(fv_status s, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+fv_status fv_error_prefix(fv_status s, const char *what) {
+    return fv__error_prefix(s, what ? what : "");
+}
+
 fv_status fv__error_prefix(fv_status s, const char *what) {
     size_t w = strlen(what), m = strlen(last_error);
     if (w + 2 >= FV__MSG_SIZE) return s;
