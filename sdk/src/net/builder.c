@@ -519,6 +519,11 @@ fv_status fv_net_add_pool(fv_net_builder *b, const fv_net_pool_desc *d, int in, 
     for (int i = 0; i < 4; i++)
         FV_REQUIRE(d->pad[i] >= 0 && d->pad[i] < ((i & 1) ? d->s : d->r), FV_ERR_BAD_PARAM,
                    "%s: pad[%d]=%d must be >= 0 and below the window", p.what, i, d->pad[i]);
+    FV_REQUIRE(d->mode != FV_NET_POOL_AVG_INCLUDE_PAD ||
+                   (d->pad[0] == d->pad[2] && d->pad[1] == d->pad[3]),
+               FV_ERR_NOT_SUPPORTED,
+               "%s: average pooling counting padding cells with asymmetric padding %d,%d,%d,%d",
+               p.what, d->pad[0], d->pad[1], d->pad[2], d->pad[3]);
     pp->pad_top = d->pad[0], pp->pad_left = d->pad[1];
     int oh = pool_out(x->h, d->r, pp->stride_h, d->pad[0], d->pad[2], pp->dilation_h, d->ceil_mode);
     int ow = pool_out(x->w, d->s, pp->stride_w, d->pad[1], d->pad[3], pp->dilation_w, d->ceil_mode);
