@@ -18,7 +18,10 @@
  * everything on a GPU machine).
  *
  * edge is the video-frame edge benchmark (bench_edge.c; edge_vs_peers.py
- * adds PyTorch and OpenCV, run_edge_bench.sh runs it on a GPU machine). */
+ * adds PyTorch and OpenCV, run_edge_bench.sh runs it on a GPU machine).
+ *
+ * net times whole CNNs (bench_net.c; net_vs_pytorch.py adds PyTorch,
+ * run_net_bench.sh runs it on a GPU machine). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +30,9 @@
 #include "fovea/fovea.h"
 #include "fv_cli.h"
 #include "bench_conv.h"
+
+/* bench_net.c: whole CNNs (net_vs_pytorch.py, run_net_bench.sh). */
+int bench_cmd_net(int argc, char **argv);
 
 /* bench_edge.c, built with the CUDA backend only. */
 int bench_cmd_edge(int argc, char **argv);
@@ -324,6 +330,15 @@ static const bench_cmd cmds[] = {
      "      [--variant-runs 3 (0: none)] [--alloc-frames 10000] [--gpu-batch 100]\n"
      "      [--gpu-runs 11] [--copy-reps 50] [--sizes 1080p,4k] [--formats rgb,yuyv]\n"
      "      [--image data/astronaut.png] [--device-pool-mb 3072] [--json FILE] [--dump DIR]"},
+    {"net", bench_cmd_net,
+     "a whole CNN through fv_net (apps/common/net_models.c), weights from net_models.py:\n"
+     "      output checked against PyTorch FP32 (--io) first (exit 1 above --tol), then\n"
+     "      fv_net_forward timed as a CUDA-graph replay and eager (CUDA events, medians)\n"
+     "      --model resnet18|mobilenet_v2|unet --weights FILE.fvw [--io FILE.io.fvw]\n"
+     "      [--batch 1] [--size 224] [--iters 200] [--warmup 20] [--autotune]\n"
+     "      [--profile PATH (the context's; written after --autotune)] [--layers RUNS\n"
+     "      (per-layer table, fv_net_profile)] [--tol 1e-2 (CPU 1e-4)] [--backend cuda|cpu]\n"
+     "      [--device-pool-mb 2048] [--workspace-mb 0 (default)] [--json FILE]"},
 };
 
 static void usage(FILE *f) {

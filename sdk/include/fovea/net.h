@@ -230,7 +230,9 @@ typedef struct fv_net_desc {
 } fv_net_desc;
 
 /* Fuses, plans memory (one activation arena from the context's DEVICE pool),
- * converts and uploads the weights, creates every convolution (engine choice
+ * converts and uploads the weights (DEVICE pool on CUDA; HOST pool on the
+ * CPU backend, whose 64 MiB default holds about one ResNet-18: size it with
+ * fv_context_desc.host_pool_bytes), creates every convolution (engine choice
  * from the profile, heuristics or autotuning), binds them to their tensors
  * and, with FV_NET_CUDA_GRAPH, captures the inference. The builder is not
  * needed afterwards. desc may be NULL. Returns FV_ERR_BAD_PARAM (no outputs,

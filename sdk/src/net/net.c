@@ -470,8 +470,11 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
     }
     s = make_io(net);
     if (s != FV_OK) goto done;
-    fv_pool_stats st0, st1;
+    /* weights live in the DEVICE pool on CUDA, the HOST pool on the CPU backend */
+    fv_pool *host = ctx->pools[FV_POOL_HOST];
+    fv_pool_stats st0, st1, sh0, sh1;
     fv_pool_stats_get(dev, &st0);
+    fv_pool_stats_get(host, &sh0);
     for (int i = 0; i < net->nlayers; i++) {
         fv__nlayer *l = &net->layers[i];
         s = build_layer(net, l);
@@ -487,7 +490,8 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
             desc->progress(i + 1, net->nlayers, l->name, desc->progress_user);
     }
     fv_pool_stats_get(dev, &st1);
-    net->info.weight_bytes = st1.in_use - st0.in_use;
+    fv_pool_stats_get(host, &sh1);
+    net->info.weight_bytes = (st1.in_use - st0.in_use) + (sh1.in_use - sh0.in_use);
     net->info.layers = net->nlayers;
     net->info.builder_layers = b->nlayers - b->ninputs;
     for (int i = 0; i < net->nlayers; i++) {
@@ -633,6 +637,11 @@ fv_status fv_net_layer_info_get(const fv_net *net, int i, fv_net_layer_info *out
         op = fv_activation_name((fv_activation)l->act);
     snprintf(out->op, sizeof out->op, "%s", op);
     snprintf(out->fused, sizeof out->fused, "%s", l->fused);
+    const char *an = fv_activation_name((fv_activation)l->act);
+    if (l->act != FV_ACT_IDENTITY && l->kind != FV__L_ACT && !strstr(out->fused, an)) {
+        size_t n = strlen(out->fused);
+        snprintf(out->fused + n, sizeof out->fused - n, "%s%s", n ? "+" : "", an);
+    }
     if (l->conv) {
         fv_conv2d_info ci;
         if (fv_conv2d_info_get(l->conv, &ci) == FV_OK) {

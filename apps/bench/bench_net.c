@@ -1,0 +1,471 @@
+/* fovea-bench net: one whole CNN (apps/common/net_models.c: resnet18,
+ * mobilenet_v2, unet) built through fv_net from a weights file that
+ * net_models.py wrote, its output checked against PyTorch's FP32 reference
+ * (an io file from net_models.py) before anything is timed, then
+ * fv_net_forward timed as a CUDA-graph replay (FV_NET_CUDA_GRAPH) and as
+ * eager launches: CUDA events around each call on the context's stream,
+ * after warm-up, median of --iters. Optionally the per-layer table of
+ * fv_net_profile. net_vs_pytorch.py runs it beside PyTorch.
+ *
+ * On the CPU backend (--backend cpu) the same runs, timed by the wall clock
+ * (no graph there: both variants run the same way). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "fovea/fovea.h"
+#include "fovea/net.h"
+#include "fv_cli.h"
+#include "net_models.h"
+#if FV_BUILT_WITH_CUDA
+#include "fovea/fovea_cuda.h"
+#endif
+
+int bench_cmd_net(int argc, char **argv);
+
+typedef struct bn_opts {
+    const char *model, *weights, *io, *json, *profile;
+    int batch, size, iters, warmup, autotune, layer_runs;
+    fv_backend backend;
+    double tol;
+    long pool_mb, workspace_mb;
+} bn_opts;
+
+typedef struct bn_timing {
+    double median_ms, min_ms, mean_ms, p90_ms;
+    int iters;
+} bn_timing;
+
+/* One way of running the net: eager launches or a CUDA graph. */
+typedef struct bn_variant {
+    const char *name;
+    uint32_t flags;
+    fv_net *net;
+    double create_ms;
+    int checked, ok;
+    fv_models_check check;
+    bn_timing t;
+    fv_net_info info;
+} bn_variant;
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void summarize(double *t, int n, bn_timing *out) {
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += t[i];
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    out->median_ms = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    out->min_ms = t[0];
+    out->mean_ms = sum / n;
+    out->p90_ms = t[(int)(0.9 * (n - 1))];
+    out->iters = n;
+}
+
+static int fail_fv(const char *what, fv_status s) {
+    fprintf(stderr, "fovea-bench net: %s: %s: %s\n", what, fv_status_name(s), fv_last_error());
+    return 1;
+}
+
+/* Times fv_net_forward: warm-up, then each call between two CUDA events on
+ * the context's stream (the wall clock around call + synchronize on CPU). */
+static int time_forward(fv_context *ctx, fv_net *net, const bn_opts *o, bn_timing *out) {
+    double *t = malloc(sizeof *t * (size_t)o->iters);
+    if (!t) return 1;
+    int rc = 1;
+    fv_status s = FV_OK;
+    for (int i = 0; i < o->warmup && s == FV_OK; i++)
+        s = fv_net_forward(net);
+    if (s == FV_OK) s = fv_context_synchronize(ctx);
+    if (s != FV_OK) {
+        fail_fv("warm-up", s);
+        goto done;
+    }
+    if (o->backend == FV_BACKEND_CPU) {
+        for (int i = 0; i < o->iters; i++) {
+            double t0 = now_ms();
+            if ((s = fv_net_forward(net)) != FV_OK || (s = fv_context_synchronize(ctx)) != FV_OK) {
+                fail_fv("fv_net_forward", s);
+                goto done;
+            }
+            t[i] = now_ms() - t0;
+        }
+    } else {
+#if FV_BUILT_WITH_CUDA
+        cudaStream_t st;
+        if ((s = fv_context_cuda_stream(ctx, &st)) != FV_OK) {
+            fail_fv("fv_context_cuda_stream", s);
+            goto done;
+        }
+        int nev = 2 * o->iters, made = 0;
+        cudaEvent_t *ev = calloc((size_t)nev, sizeof *ev);
+        cudaError_t e = ev ? cudaSuccess : cudaErrorMemoryAllocation;
+        for (; made < nev && e == cudaSuccess; made++)
+            e = cudaEventCreate(&ev[made]);
+        for (int i = 0; i < o->iters && e == cudaSuccess && s == FV_OK; i++) {
+            e = cudaEventRecord(ev[2 * i], st);
+            if (e == cudaSuccess) s = fv_net_forward(net);
+            if (e == cudaSuccess && s == FV_OK) e = cudaEventRecord(ev[2 * i + 1], st);
+        }
+        if (e == cudaSuccess && s == FV_OK) e = cudaStreamSynchronize(st);
+        for (int i = 0; i < o->iters && e == cudaSuccess && s == FV_OK; i++) {
+            float ms = 0;
+            e = cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]);
+            t[i] = ms;
+        }
+        for (int i = 0; ev && i < made; i++)
+            if (ev[i]) cudaEventDestroy(ev[i]);
+        free(ev);
+        if (s != FV_OK) {
+            fail_fv("fv_net_forward", s);
+            goto done;
+        }
+        if (e != cudaSuccess) {
+            fprintf(stderr, "fovea-bench net: CUDA events: %s\n", cudaGetErrorString(e));
+            goto done;
+        }
+#else
+        goto done;
+#endif
+    }
+    summarize(t, o->iters, out);
+    rc = 0;
+done:
+    free(t);
+    return rc;
+}
+
+/* ---- per-layer table ------------------------------------------------------------ */
+typedef struct bn_layers {
+    int n;
+    float *ms, total;
+    fv_net_layer_info *li;
+} bn_layers;
+
+static int profile_layers(fv_net *net, const fv_net_info *info, int runs, bn_layers *L) {
+    L->n = info->layers;
+    L->ms = calloc((size_t)L->n, sizeof *L->ms);
+    L->li = calloc((size_t)L->n, sizeof *L->li);
+    if (!L->ms || !L->li) return 1;
+    for (int i = 0; i < L->n; i++) {
+        fv_status s = fv_net_layer_info_get(net, i, &L->li[i]);
+        if (s != FV_OK) return fail_fv("fv_net_layer_info_get", s);
+    }
+    fv_status s = fv_net_profile(net, runs, L->ms, L->n, &L->total);
+    return s != FV_OK ? fail_fv("fv_net_profile", s) : 0;
+}
+
+static void print_layers(const bn_layers *L, int runs) {
+    double sum = 0;
+    for (int i = 0; i < L->n; i++)
+        sum += L->ms[i];
+    printf("\nper layer (fv_net_profile, events between layers, median of %d runs):\n", runs);
+    printf("%3s %-26s %-10s %-12s %-8s %-30s %-18s %8s %6s\n", "#", "layer", "op", "fused", "path",
+           "engine", "output NxCxHxW", "ms", "%");
+    for (int i = 0; i < L->n; i++) {
+        const fv_net_layer_info *l = &L->li[i];
+        char shape[48];
+        snprintf(shape, sizeof shape, "%dx%dx%dx%d", l->n, l->c, l->h, l->w);
+        printf("%3d %-26.26s %-10.10s %-12.12s %-8.8s %-30.30s %-18s %8.4f %6.1f\n", i, l->name,
+               l->op, l->fused, l->path, l->engine, shape, L->ms[i],
+               sum > 0 ? 100.0 * L->ms[i] / sum : 0.0);
+    }
+    printf("sum of layers %.4f ms; the whole forward as fv_net_forward runs it %.4f ms\n", sum,
+           L->total);
+}
+
+/* ---- JSON -------------------------------------------------------------------------- */
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, double v) {
+    if (isfinite(v))
+        fprintf(f, "%.9g", v);
+    else
+        fprintf(f, "null");
+}
+
+static int write_json(const bn_opts *o, const fv_context_info *ci, const fv_models_net *mi,
+                      const bn_variant *v, int nv, const bn_layers *L, const char *profile_note) {
+    FILE *f = fopen(o->json, "w");
+    if (!f) {
+        perror(o->json);
+        return 1;
+    }
+    fprintf(f, "{\n  \"bench\": \"net\",\n  \"fovea_version\": ");
+    json_str(f, fv_version());
+    fprintf(f, ",\n  \"backend\": ");
+    json_str(f, ci->backend_name);
+    fprintf(f, ",\n  \"device\": ");
+    json_str(f, ci->device_name);
+    fprintf(f, ",\n  \"cudnn_loaded\": %d,\n  \"model\": ", ci->cudnn_loaded);
+    json_str(f, o->model);
+    fprintf(f,
+            ",\n  \"batch\": %d,\n  \"size\": %d,\n  \"classes\": %d,\n  \"unet_width\": %d,\n"
+            "  \"builder_layers\": %d,\n  \"gmacs\": %.6f,\n  \"iters\": %d,\n  \"warmup\": %d,\n"
+            "  \"autotune\": %d,\n  \"tol\": %g,\n  \"profile\": ",
+            o->batch, o->size, mi->classes, mi->width, mi->layers, mi->gmacs, o->iters, o->warmup,
+            o->autotune, o->tol);
+    if (o->profile)
+        json_str(f, o->profile);
+    else
+        fprintf(f, "null");
+    fprintf(f, ",\n  \"profile_note\": ");
+    json_str(f, profile_note);
+    fprintf(f, ",\n  \"variants\": {\n");
+    for (int i = 0; i < nv; i++) {
+        const bn_variant *x = &v[i];
+        fprintf(f, "    \"%s\": {\"ok\": %s, \"checked\": %s, \"create_ms\": %.3f, \"rel_l2\": ",
+                x->name, x->ok ? "true" : "false", x->checked ? "true" : "false", x->create_ms);
+        json_num(f, x->checked ? x->check.rel_l2 : NAN);
+        fprintf(f, ", \"max_abs_err\": ");
+        json_num(f, x->checked ? x->check.max_abs_err : NAN);
+        fprintf(f, ", \"max_abs\": ");
+        json_num(f, x->checked ? x->check.max_abs : NAN);
+        fprintf(f,
+                ",\n      \"median_ms\": %.6f, \"min_ms\": %.6f, \"mean_ms\": %.6f, \"p90_ms\": "
+                "%.6f, \"iters\": %d,\n",
+                x->t.median_ms, x->t.min_ms, x->t.mean_ms, x->t.p90_ms, x->t.iters);
+        const fv_net_info *n = &x->info;
+        fprintf(f,
+                "      \"layers\": %d, \"convolutions\": %d, \"arena_bytes\": %zu, "
+                "\"arena_lower_bound\": %zu, \"weight_bytes\": %zu, \"io_bytes\": %zu, "
+                "\"workspace_bytes\": %zu, \"cuda_graph\": %d, \"fused_bn\": %d, \"fused_act\": "
+                "%d, \"inplace\": %d}%s\n",
+                n->layers, n->convolutions, n->arena_bytes, n->arena_lower_bound, n->weight_bytes,
+                n->io_bytes, n->workspace_bytes, n->cuda_graph, n->fused_bn, n->fused_act,
+                n->inplace, i + 1 < nv ? "," : "");
+    }
+    fprintf(f, "  }");
+    if (L && L->n) {
+        fprintf(f, ",\n  \"layer_profile\": {\"total_ms\": %.6f, \"layers\": [\n", L->total);
+        for (int i = 0; i < L->n; i++) {
+            const fv_net_layer_info *l = &L->li[i];
+            fprintf(f, "    {\"name\": ");
+            json_str(f, l->name);
+            fprintf(f, ", \"op\": ");
+            json_str(f, l->op);
+            fprintf(f, ", \"fused\": ");
+            json_str(f, l->fused);
+            fprintf(f, ", \"path\": ");
+            json_str(f, l->path);
+            fprintf(f, ", \"engine\": ");
+            json_str(f, l->engine);
+            fprintf(f, ", \"n\": %d, \"c\": %d, \"h\": %d, \"w\": %d, \"ms\": %.6f}%s\n", l->n,
+                    l->c, l->h, l->w, L->ms[i], i + 1 < L->n ? "," : "");
+        }
+        fprintf(f, "  ]}");
+    }
+    fprintf(f, "\n}\n");
+    return fclose(f) != 0;
+}
+
+/* ---- options ------------------------------------------------------------------------ */
+static int parse(int argc, char **argv, bn_opts *o) {
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long x = 0;
+        double d = 0;
+        int takes = 1, bad = 0;
+        if (!strcmp(a, "--model") && v)
+            o->model = v;
+        else if (!strcmp(a, "--weights") && v)
+            o->weights = v;
+        else if (!strcmp(a, "--io") && v)
+            o->io = v;
+        else if (!strcmp(a, "--json") && v)
+            o->json = v;
+        else if (!strcmp(a, "--profile") && v)
+            o->profile = v;
+        else if (!strcmp(a, "--batch") && v)
+            bad = fv_cli_long(v, 1, 4096, &x), o->batch = (int)x;
+        else if (!strcmp(a, "--size") && v)
+            bad = fv_cli_long(v, 8, 4096, &x), o->size = (int)x;
+        else if (!strcmp(a, "--iters") && v)
+            bad = fv_cli_long(v, 1, 1000000, &x), o->iters = (int)x;
+        else if (!strcmp(a, "--warmup") && v)
+            bad = fv_cli_long(v, 0, 1000000, &x), o->warmup = (int)x;
+        else if (!strcmp(a, "--layers") && v)
+            bad = fv_cli_long(v, 0, 100000, &x), o->layer_runs = (int)x;
+        else if (!strcmp(a, "--tol") && v)
+            bad = fv_cli_double(v, 0, 1e9, &d), o->tol = d;
+        else if (!strcmp(a, "--device-pool-mb") && v)
+            bad = fv_cli_long(v, 16, 1 << 20, &o->pool_mb);
+        else if (!strcmp(a, "--workspace-mb") && v)
+            bad = fv_cli_long(v, 0, 1 << 20, &o->workspace_mb);
+        else if (!strcmp(a, "--backend") && v)
+            bad = fv_cli_backend(v, &o->backend) || o->backend == FV_BACKEND_AUTO;
+        else if (!strcmp(a, "--autotune"))
+            o->autotune = 1, takes = 0;
+        else {
+            fprintf(stderr, "fovea-bench net: unknown or incomplete option '%s'\n", a);
+            return 1;
+        }
+        if (bad) {
+            fprintf(stderr, "fovea-bench net: %s %s: out of range or not a number\n", a, v);
+            return 1;
+        }
+        i += takes;
+    }
+    if (!o->model || !o->weights) {
+        fprintf(stderr, "fovea-bench net: --model and --weights are required\n");
+        return 1;
+    }
+    return 0;
+}
+
+/* Creates variant x's net and checks it against io (when given). */
+static int make_variant(fv_context *ctx, fv_models_arch arch, const fv_models_file *w,
+                        const fv_models_file *io, const bn_opts *o, bn_variant *x,
+                        fv_models_net *mi) {
+    fv_net_desc nd = {.flags = x->flags | (o->autotune ? FV_NET_AUTOTUNE : 0)};
+    double t0 = now_ms();
+    fv_status s = fv_models_net_create(ctx, arch, w, o->batch, o->size, o->size, &nd, &x->net, mi);
+    x->create_ms = now_ms() - t0;
+    if (s != FV_OK) {
+        fprintf(stderr, "fovea-bench net: %s: %s\n", x->name, fv_last_error());
+        return 1;
+    }
+    if ((s = fv_net_info_get(x->net, &x->info)) != FV_OK) return fail_fv("fv_net_info_get", s);
+    if (!io) {
+        x->ok = 1;
+        return 0;
+    }
+    if ((s = fv_models_check_io(x->net, io, &x->check)) != FV_OK) {
+        fprintf(stderr, "fovea-bench net: %s: check: %s\n", x->name, fv_last_error());
+        return 1;
+    }
+    x->checked = 1;
+    x->ok = x->check.rel_l2 <= o->tol;
+    printf("%-6s created in %.1f ms: %d layers (%d as built), graph %d; vs PyTorch FP32: rel L2 "
+           "%.3g, max |err| %.3g, |y| max %.3g: %s\n",
+           x->name, x->create_ms, x->info.layers, mi->layers, x->info.cuda_graph, x->check.rel_l2,
+           x->check.max_abs_err, x->check.max_abs, x->ok ? "ok" : "FAIL (not timed)");
+    return 0;
+}
+
+int bench_cmd_net(int argc, char **argv) {
+    bn_opts o = {.batch = 1,
+                 .size = 224,
+                 .iters = 200,
+                 .warmup = 20,
+                 .backend = FV_BACKEND_CUDA,
+                 .tol = -1,
+                 .pool_mb = 2048};
+    setvbuf(stdout, NULL, _IOLBF, 0); /* in order with stderr in a piped log */
+    if (parse(argc, argv, &o)) return 2;
+    if (o.tol < 0) o.tol = o.backend == FV_BACKEND_CPU ? 1e-4 : 1e-2;
+    fv_models_arch arch;
+    if (fv_models_arch_parse(o.model, &arch) != FV_OK) {
+        fprintf(stderr, "fovea-bench net: %s\n", fv_last_error());
+        return 2;
+    }
+    fv_models_file *w = NULL, *io = NULL;
+    fv_context *ctx = NULL;
+    bn_variant v[2] = {{.name = "graph", .flags = FV_NET_CUDA_GRAPH}, {.name = "eager"}};
+    bn_layers L = {0};
+    fv_models_net mi = {0};
+    int rc = 1;
+    if (fv_models_file_load(o.weights, &w) != FV_OK ||
+        (o.io && fv_models_file_load(o.io, &io) != FV_OK)) {
+        fprintf(stderr, "fovea-bench net: %s\n", fv_last_error());
+        goto done;
+    }
+    fv_context_desc cd = {.backend = o.backend,
+                          .device_pool_bytes = (size_t)o.pool_mb << 20,
+                          /* the CPU backend keeps conv weights in the host pool */
+                          .host_pool_bytes =
+                              o.backend == FV_BACKEND_CPU ? (size_t)o.pool_mb << 20 : 0,
+                          .workspace_limit_bytes = (size_t)o.workspace_mb << 20,
+                          .profile_path = o.profile};
+    fv_status s = fv_context_create(&cd, &ctx);
+    if (s == FV_ERR_NO_DEVICE) {
+        fprintf(stderr, "fovea-bench net: no usable GPU (--backend cpu runs on the CPU): %s\n",
+                fv_last_error());
+        rc = 2;
+        goto done;
+    }
+    if (s != FV_OK) {
+        fail_fv("fv_context_create", s);
+        goto done;
+    }
+    fv_context_info ci;
+    fv_context_info_get(ctx, &ci);
+    const char *why = "";
+    int entries = 0;
+    fv_context_profile_status(ctx, &why, &entries);
+    char profile_note[256];
+    snprintf(profile_note, sizeof profile_note, "%s%d entries%s%s", o.profile ? "" : "no profile; ",
+             entries, why && *why ? "; ignored: " : "", why ? why : "");
+    printf("fovea-bench net: %s, batch %d, %dx%d, on %s (%s); %s%s\n", o.model, o.batch, o.size,
+           o.size, ci.device_name, ci.backend_name, o.autotune ? "autotuned; " : "", profile_note);
+    if (!io) printf("WARNING: no --io file: the output is not checked\n");
+
+    for (int i = 0; i < 2; i++)
+        if (make_variant(ctx, arch, w, io, &o, &v[i], &mi)) goto done;
+    if (o.autotune && o.profile) { /* the choices, for a warm start next time */
+        if ((s = fv_context_profile_save(ctx, o.profile)) != FV_OK) {
+            fail_fv("fv_context_profile_save", s);
+            goto done;
+        }
+        printf("profile saved to %s\n", o.profile);
+    }
+    for (int i = 0; i < 2; i++)
+        if (v[i].ok && time_forward(ctx, v[i].net, &o, &v[i].t)) goto done;
+    printf("\n%s batch %d %dx%d, %.2f GMAC, %s, median of %d after %d warm-up:\n", o.model, o.batch,
+           o.size, o.size, mi.gmacs, ci.device_name, o.iters, o.warmup);
+    printf("%-6s %10s %10s %10s %10s %10s %8s %10s\n", "", "median ms", "min ms", "p90 ms",
+           "TFLOP/s", "rel L2", "layers", "arena MiB");
+    for (int i = 0; i < 2; i++) {
+        if (!v[i].ok) {
+            printf("%-6s not timed: the output check failed\n", v[i].name);
+            continue;
+        }
+        printf("%-6s %10.4f %10.4f %10.4f %10.2f %10.3g %8d %10.2f\n", v[i].name, v[i].t.median_ms,
+               v[i].t.min_ms, v[i].t.p90_ms, 2 * mi.gmacs / v[i].t.median_ms,
+               v[i].checked ? v[i].check.rel_l2 : NAN, v[i].info.layers,
+               (double)v[i].info.arena_bytes / (1 << 20));
+    }
+    printf(
+        "arena %.2f MiB, lower bound %.2f MiB; weights %.2f MiB; workspace %.2f MiB\n",
+        (double)v[0].info.arena_bytes / (1 << 20), (double)v[0].info.arena_lower_bound / (1 << 20),
+        (double)v[0].info.weight_bytes / (1 << 20), (double)v[0].info.workspace_bytes / (1 << 20));
+    /* the graph net: its total is the replay, beside the sum of the layers */
+    bn_variant *pv = v[0].ok ? &v[0] : &v[1];
+    if (o.layer_runs > 0 && pv->ok) {
+        if (profile_layers(pv->net, &pv->info, o.layer_runs, &L)) goto done;
+        print_layers(&L, o.layer_runs);
+    }
+    rc = v[0].ok && v[1].ok ? 0 : 1;
+    if (o.json && write_json(&o, &ci, &mi, v, 2, &L, profile_note)) rc = 1;
+done:
+    for (int i = 0; i < 2; i++)
+        fv_net_destroy(v[i].net);
+    free(L.ms);
+    free(L.li);
+    fv_context_destroy(ctx);
+    fv_models_file_destroy(w);
+    fv_models_file_destroy(io);
+    return rc;
+}

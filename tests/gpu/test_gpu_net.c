@@ -1,0 +1,340 @@
+/* fv_net on the GPU against the CPU FP32 reference: every layer kind (each
+ * in a small net of its own, random inputs and weights), a residual net with
+ * every fusion, its CUDA graph against eager launches, the precision report,
+ * and no allocation across many inferences. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fv_test.h"
+
+static fv_context *g_gpu;
+
+static float *rnd(size_t n, float lo, float hi) {
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    fv_test_fill_uniform(x, n, lo, hi);
+    return x;
+}
+
+/* Runs b on the GPU (flags) and the CPU; returns rel L2 of output 0. */
+static double gpu_vs_cpu(const fv_net_builder *b, uint32_t flags) {
+    fv_context *cpu = fv_test_cpu_context(0);
+    fv_net *g, *c;
+    FV_ASSERT_OK(fv_net_create(g_gpu, b, &(fv_net_desc){.flags = flags}, &g));
+    FV_ASSERT_OK(fv_net_create(cpu, b, &(fv_net_desc){.flags = flags & FV_NET_NO_FUSION}, &c));
+    fv_tensor_shape si, so;
+    double worst = 0;
+    for (int i = 0; i < fv_net_input_count(g); i++) {
+        FV_ASSERT_OK(fv_tensor_shape_get(fv_net_input(g, i), &si));
+        size_t n = (size_t)si.n * si.h * si.w * si.c;
+        float *x = rnd(n, -2, 2);
+        FV_ASSERT_OK(fv_net_input_upload(g, i, x, n));
+        FV_ASSERT_OK(fv_net_input_upload(c, i, x, n));
+        free(x);
+    }
+    FV_ASSERT_OK(fv_net_forward(g));
+    FV_ASSERT_OK(fv_net_forward(c));
+    for (int i = 0; i < fv_net_output_count(g); i++) {
+        FV_ASSERT_OK(fv_tensor_shape_get(fv_net_output(g, i), &so));
+        size_t n = (size_t)so.n * so.h * so.w * so.c;
+        float *a = malloc(n * 4), *r = malloc(n * 4);
+        for (size_t k = 0; k < n; k++)
+            a[k] = NAN;
+        FV_ASSERT_OK(fv_net_output_download(g, i, a, n));
+        FV_ASSERT_OK(fv_net_output_download(c, i, r, n));
+        double e = fv_test_rel_l2(a, r, n);
+        if (e > worst) worst = e;
+        free(a), free(r);
+    }
+    fv_net_destroy(g);
+    fv_net_destroy(c);
+    fv_context_destroy(cpu);
+    return worst;
+}
+
+typedef void (*make_fn)(fv_net_builder *b, int x);
+
+static void one_layer(const char *what, int n, int c, int h, int w, make_fn make, double tol) {
+    fv_net_builder *b;
+    FV_ASSERT_OK(fv_net_builder_create(&b));
+    int x;
+    FV_ASSERT_OK(fv_net_add_input(b, "x", n, c, h, w, &x));
+    make(b, x);
+    double e = gpu_vs_cpu(b, 0);
+    printf("  %-28s rel L2 %.2e\n", what, e);
+    if (!(e <= tol)) fail_msg("%s: GPU vs CPU rel L2 %g > %g", what, e, tol);
+    fv_net_builder_destroy(b);
+}
+
+static int g_out;
+static void mark(fv_net_builder *b, int t) {
+    FV_ASSERT_OK(fv_net_mark_output(b, t, NULL));
+    g_out = t;
+}
+
+static void conv_case(fv_net_builder *b, int x, int k, int r, int stride, int dil, int groups,
+                      const int pad[4], fv_activation act) {
+    int n, c, h, w, y;
+    FV_ASSERT_OK(fv_net_builder_shape(b, x, &n, &c, &h, &w));
+    size_t nw = (size_t)k * (c / groups) * r * r;
+    float *wt = rnd(nw, -0.5f, 0.5f), *bias = rnd((size_t)k, -0.5f, 0.5f);
+    fv_net_conv_desc d = {.k = k,
+                          .r = r,
+                          .s = r,
+                          .stride_h = stride,
+                          .stride_w = stride,
+                          .dilation_h = dil,
+                          .dilation_w = dil,
+                          .groups = groups,
+                          .weights = wt,
+                          .bias = bias,
+                          .activation = act};
+    memcpy(d.pad, pad, sizeof d.pad);
+    FV_ASSERT_OK(fv_net_add_conv(b, &d, x, &y));
+    mark(b, y);
+    free(wt), free(bias);
+}
+
+static void m_conv(fv_net_builder *b, int x) {
+    conv_case(b, x, 24, 3, 1, 1, 1, (int[4]){1, 1, 1, 1}, FV_ACT_RELU);
+}
+static void m_conv_stride_asym(fv_net_builder *b, int x) {
+    conv_case(b, x, 16, 3, 2, 1, 1, (int[4]){0, 0, 1, 1}, FV_ACT_IDENTITY);
+}
+static void m_depthwise(fv_net_builder *b, int x) {
+    conv_case(b, x, 32, 3, 1, 1, 32, (int[4]){1, 1, 1, 1}, FV_ACT_CLIPPED_RELU);
+}
+static void m_grouped_dilated(fv_net_builder *b, int x) {
+    conv_case(b, x, 32, 3, 1, 2, 4, (int[4]){2, 2, 2, 2}, FV_ACT_LEAKY_RELU);
+}
+static void m_convt(fv_net_builder *b, int x) {
+    int n, c, h, w, y;
+    FV_ASSERT_OK(fv_net_builder_shape(b, x, &n, &c, &h, &w));
+    float *wt = rnd((size_t)c * 8 * 9, -0.5f, 0.5f), *bias = rnd(16, -0.5f, 0.5f);
+    fv_net_conv_desc d = {.k = 16,
+                          .r = 3,
+                          .s = 3,
+                          .stride_h = 2,
+                          .stride_w = 2,
+                          .groups = 2,
+                          .pad = {1, 1, 1, 1},
+                          .output_pad_h = 1,
+                          .output_pad_w = 1,
+                          .weights = wt,
+                          .bias = bias,
+                          .activation = FV_ACT_RELU};
+    FV_ASSERT_OK(fv_net_add_conv_transpose(b, &d, x, &y));
+    mark(b, y);
+    free(wt), free(bias);
+}
+static void m_bn_standalone(fv_net_builder *b, int x) {
+    int c, y;
+    FV_ASSERT_OK(fv_net_builder_shape(b, x, NULL, &c, NULL, NULL));
+    float *g = rnd((size_t)c, 0.5f, 1.5f), *be = rnd((size_t)c, -1, 1), *m = rnd((size_t)c, -1, 1),
+          *v = rnd((size_t)c, 0.5f, 2);
+    FV_ASSERT_OK(fv_net_add_batchnorm(b, "bn", x, g, be, m, v, 1e-5f, &y));
+    mark(b, y);
+    free(g), free(be), free(m), free(v);
+}
+static void m_acts(fv_net_builder *b, int x) {
+    int y[9];
+    for (int a = 0; a <= FV_ACT_SILU; a++)
+        FV_ASSERT_OK(fv_net_add_activation(b, NULL, x, (fv_activation)a, 0, 0, &y[a]));
+    int z;
+    FV_ASSERT_OK(fv_net_add_concat(b, "all", y, 9, &z));
+    mark(b, z);
+}
+static void m_binary(fv_net_builder *b, int x) {
+    int c, s, y, z, q, t;
+    FV_ASSERT_OK(fv_net_builder_shape(b, x, NULL, &c, NULL, NULL));
+    FV_ASSERT_OK(fv_net_add_global_pool(b, "gap", x, 1, &s));
+    FV_ASSERT_OK(fv_net_add_activation(b, "sig", s, FV_ACT_SIGMOID, 0, 0, &s));
+    FV_ASSERT_OK(fv_net_add_binary(b, "se", FV_NET_MUL, x, s, FV_ACT_IDENTITY, 0, &y));
+    FV_ASSERT_OK(fv_net_add_binary(b, "add", FV_NET_ADD, y, x, FV_ACT_RELU, 0, &z));
+    FV_ASSERT_OK(fv_net_add_binary(b, "sub", FV_NET_SUB, z, s, FV_ACT_IDENTITY, 0, &q));
+    FV_ASSERT_OK(fv_net_add_affine(b, "aff", s, NULL, (float[]){3.0f}, 1, &t));
+    FV_ASSERT_OK(fv_net_add_binary(b, "div", FV_NET_DIV, q, t, FV_ACT_TANH, 0, &q));
+    mark(b, q);
+}
+static void m_pools(fv_net_builder *b, int x) {
+    int p[4], z;
+    FV_ASSERT_OK(fv_net_add_pool(
+        b, &(fv_net_pool_desc){.r = 3, .s = 3, .stride_h = 2, .stride_w = 2, .pad = {1, 1, 1, 1}},
+        x, &p[0]));
+    FV_ASSERT_OK(fv_net_add_pool(b,
+                                 &(fv_net_pool_desc){.mode = FV_NET_POOL_AVG,
+                                                     .r = 3,
+                                                     .s = 3,
+                                                     .stride_h = 2,
+                                                     .stride_w = 2,
+                                                     .pad = {1, 1, 1, 1}},
+                                 x, &p[1]));
+    FV_ASSERT_OK(fv_net_add_pool(b,
+                                 &(fv_net_pool_desc){.mode = FV_NET_POOL_AVG_INCLUDE_PAD,
+                                                     .r = 3,
+                                                     .s = 3,
+                                                     .stride_h = 2,
+                                                     .stride_w = 2,
+                                                     .pad = {1, 1, 1, 1}},
+                                 x, &p[2]));
+    FV_ASSERT_OK(fv_net_add_pool(b, &(fv_net_pool_desc){.r = 2, .s = 2, .ceil_mode = 1}, x, &p[3]));
+    FV_ASSERT_OK(fv_net_add_concat(b, "cat", p, 3, &z));
+    mark(b, z);
+    mark(b, p[3]);
+}
+static void m_gpool_fc_softmax(fv_net_builder *b, int x) {
+    int n, c, h, w, g, y, f, s;
+    FV_ASSERT_OK(fv_net_builder_shape(b, x, &n, &c, &h, &w));
+    FV_ASSERT_OK(fv_net_add_global_pool(b, "gmax", x, 0, &g));
+    mark(b, g);
+    float *wt = rnd((size_t)10 * c * h * w, -0.1f, 0.1f), *bias = rnd(10, -1, 1);
+    FV_ASSERT_OK(fv_net_add_reshape(b, "flatten", x, n, c * h * w, 1, 1, &y));
+    FV_ASSERT_OK(fv_net_add_fc(b, "fc", y, 10, wt, bias, FV_ACT_IDENTITY, 0, &f));
+    FV_ASSERT_OK(fv_net_add_softmax(b, "softmax", f, &s));
+    mark(b, s);
+    free(wt), free(bias);
+}
+static void m_resize(fv_net_builder *b, int x) {
+    int h, w, y[4], z;
+    FV_ASSERT_OK(fv_net_builder_shape(b, x, NULL, NULL, &h, &w));
+    fv_net_resize_desc d = {.mode = FV_NET_RESIZE_BILINEAR, .out_h = 2 * h, .out_w = 2 * w};
+    FV_ASSERT_OK(fv_net_add_resize(b, &d, x, &y[0]));
+    d.coord = FV_NET_COORD_ALIGN_CORNERS;
+    FV_ASSERT_OK(fv_net_add_resize(b, &d, x, &y[1]));
+    d = (fv_net_resize_desc){.mode = FV_NET_RESIZE_NEAREST,
+                             .coord = FV_NET_COORD_ASYMMETRIC,
+                             .out_h = 2 * h,
+                             .out_w = 2 * w};
+    FV_ASSERT_OK(fv_net_add_resize(b, &d, x, &y[2]));
+    d.nearest = FV_NET_NEAREST_ROUND_PREFER_FLOOR, d.coord = FV_NET_COORD_HALF_PIXEL;
+    FV_ASSERT_OK(fv_net_add_resize(b, &d, x, &y[3]));
+    FV_ASSERT_OK(fv_net_add_concat(b, "cat", y, 4, &z));
+    mark(b, z);
+    d.out_h = h * 3 / 2 + 1, d.out_w = w / 2 + 1;
+    FV_ASSERT_OK(fv_net_add_resize(b, &d, x, &z));
+    mark(b, z);
+}
+static void m_routing(fv_net_builder *b, int x) {
+    int n, c, h, w, s, p, r, z;
+    FV_ASSERT_OK(fv_net_builder_shape(b, x, &n, &c, &h, &w));
+    FV_ASSERT_OK(fv_net_add_slice(b, "slice", x, 3, c - 2, &s));
+    FV_ASSERT_OK(fv_net_add_pad(b, "pad", s, (int[4]){1, 2, 0, 3}, 0.5f, &p));
+    mark(b, p);
+    FV_ASSERT_OK(fv_net_add_reshape(b, "reshape", x, n, c * 2, h / 2, w, &r));
+    mark(b, r);
+    int parts[3] = {x, s, x};
+    FV_ASSERT_OK(fv_net_add_concat(b, "cat", parts, 3, &z));
+    mark(b, z);
+}
+
+static void test_layers(void **state) {
+    (void)state;
+    fv_test_seed(21);
+    one_layer("conv 3x3 + relu", 2, 16, 20, 18, m_conv, 5e-3);
+    one_layer("conv stride 2, asym pad", 1, 5, 17, 15, m_conv_stride_asym, 5e-3);
+    one_layer("depthwise + relu6", 2, 32, 14, 14, m_depthwise, 5e-3);
+    one_layer("grouped dilated + leaky", 1, 32, 13, 11, m_grouped_dilated, 5e-3);
+    one_layer("conv_transpose", 2, 12, 7, 9, m_convt, 5e-3);
+    one_layer("batchnorm (standalone)", 2, 20, 6, 5, m_bn_standalone, 5e-3);
+    one_layer("activations", 2, 11, 6, 7, m_acts, 5e-3);
+    one_layer("binary, SE, affine", 2, 24, 9, 7, m_binary, 5e-3);
+    one_layer("pools", 2, 19, 11, 13, m_pools, 5e-3);
+    one_layer("gpool, flatten+fc, softmax", 2, 13, 5, 4, m_gpool_fc_softmax, 5e-3);
+    one_layer("resize", 2, 10, 7, 6, m_resize, 5e-3);
+    one_layer("slice, pad, reshape, concat", 2, 21, 6, 5, m_routing, 5e-3);
+}
+
+/* A residual block with BN, SE and a skip: fused on the GPU vs the CPU; the
+ * CUDA graph gives the eager result bit for bit; no carve-outs per run. */
+static fv_net_builder *residual(void) {
+    fv_net_builder *b;
+    FV_ASSERT_OK(fv_net_builder_create(&b));
+    int x, a, c, d, s;
+    FV_ASSERT_OK(fv_net_add_input(b, "x", 1, 32, 28, 28, &x));
+    float *w1 = rnd(32 * 32 * 9, -0.1f, 0.1f), *w2 = rnd(32 * 32 * 9, -0.1f, 0.1f);
+    float *g = rnd(32, 0.5f, 1.5f), *be = rnd(32, -1, 1), *m = rnd(32, -1, 1),
+          *v = rnd(32, 0.5f, 2);
+    fv_net_conv_desc d1 = {.k = 32, .r = 3, .s = 3, .pad = {1, 1, 1, 1}, .weights = w1};
+    FV_ASSERT_OK(fv_net_add_conv(b, &d1, x, &a));
+    FV_ASSERT_OK(fv_net_add_batchnorm(b, "bn1", a, g, be, m, v, 1e-5f, &a));
+    FV_ASSERT_OK(fv_net_add_activation(b, "relu1", a, FV_ACT_RELU, 0, 0, &a));
+    d1.weights = w2;
+    FV_ASSERT_OK(fv_net_add_conv(b, &d1, a, &c));
+    FV_ASSERT_OK(fv_net_add_batchnorm(b, "bn2", c, g, be, m, v, 1e-5f, &c));
+    FV_ASSERT_OK(fv_net_add_global_pool(b, "gap", c, 1, &s));
+    FV_ASSERT_OK(fv_net_add_activation(b, "hsig", s, FV_ACT_HARD_SIGMOID, 0, 0, &s));
+    FV_ASSERT_OK(fv_net_add_binary(b, "se", FV_NET_MUL, c, s, FV_ACT_IDENTITY, 0, &c));
+    FV_ASSERT_OK(fv_net_add_binary(b, "add", FV_NET_ADD, c, x, FV_ACT_IDENTITY, 0, &d));
+    FV_ASSERT_OK(fv_net_add_activation(b, "relu2", d, FV_ACT_RELU, 0, 0, &d));
+    FV_ASSERT_OK(fv_net_mark_output(b, d, "y"));
+    free(w1), free(w2), free(g), free(be), free(m), free(v);
+    return b;
+}
+
+static void test_residual_graph_compare(void **state) {
+    (void)state;
+    fv_test_seed(8);
+    fv_net_builder *b = residual();
+    double e = gpu_vs_cpu(b, FV_NET_CUDA_GRAPH);
+    printf("  residual block (graph)       rel L2 %.2e\n", e);
+    assert_true(e <= 5e-3);
+
+    fv_net *eager, *graph;
+    FV_ASSERT_OK(fv_net_create(g_gpu, b, NULL, &eager));
+    FV_ASSERT_OK(fv_net_create(g_gpu, b, &(fv_net_desc){.flags = FV_NET_CUDA_GRAPH}, &graph));
+    fv_net_info info;
+    FV_ASSERT_OK(fv_net_info_get(graph, &info));
+    assert_int_equal(info.cuda_graph, 1);
+    assert_int_equal(info.fused_bn, 2);
+    size_t n = 32 * 28 * 28;
+    float *x = rnd(n, -1, 1), *a = malloc(n * 4), *r = malloc(n * 4);
+    FV_ASSERT_OK(fv_net_input_upload(eager, 0, x, n));
+    FV_ASSERT_OK(fv_net_input_upload(graph, 0, x, n));
+    FV_ASSERT_OK(fv_net_forward(eager));
+    fv_pool_stats s0, s1;
+    FV_ASSERT_OK(fv_pool_stats_get(fv_context_pool(g_gpu, FV_POOL_DEVICE), &s0));
+    for (int i = 0; i < 1000; i++)
+        FV_ASSERT_OK(fv_net_forward(graph));
+    FV_ASSERT_OK(fv_net_output_download(eager, 0, r, n));
+    FV_ASSERT_OK(fv_net_output_download(graph, 0, a, n));
+    FV_ASSERT_OK(fv_pool_stats_get(fv_context_pool(g_gpu, FV_POOL_DEVICE), &s1));
+    assert_int_equal(s0.carve_outs, s1.carve_outs);
+    assert_int_equal(s0.backing_allocs, s1.backing_allocs);
+    assert_memory_equal(a, r, n * 4);
+
+    /* precision report: GPU against a CPU net from the same builder */
+    fv_context *cpu = fv_test_cpu_context(0);
+    fv_net *ref;
+    FV_ASSERT_OK(fv_net_create(cpu, b, NULL, &ref));
+    fv_net_layer_error *err = calloc((size_t)info.layers, sizeof *err);
+    FV_ASSERT_OK(fv_net_compare(eager, ref, err, info.layers));
+    for (int i = 0; i < info.layers; i++) {
+        fv_net_layer_info li;
+        FV_ASSERT_OK(fv_net_layer_info_get(eager, i, &li));
+        printf("  %-10s %-10s %-10s rel L2 %.2e  max |x| %.3g\n", li.name, li.op, li.path,
+               err[i].rel_l2, err[i].max_abs);
+        assert_true(err[i].rel_l2 <= 5e-3);
+        assert_true(err[i].max_abs > 0);
+    }
+    float ms[32], total;
+    FV_ASSERT_OK(fv_net_profile(graph, 5, ms, info.layers, &total));
+    assert_true(total > 0);
+    free(err), free(x), free(a), free(r);
+    fv_net_destroy(ref);
+    fv_context_destroy(cpu);
+    fv_net_destroy(eager);
+    fv_net_destroy(graph);
+    fv_net_builder_destroy(b);
+}
+
+int main(void) {
+    g_gpu = fv_test_gpu_context_or_skip();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layers),
+        cmocka_unit_test(test_residual_graph_compare),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    fv_context_destroy(g_gpu);
+    return rc;
+}
