@@ -65,7 +65,7 @@ fv_status fv__net_builder_clone(const fv_net_builder *b, fv_net_builder **out) {
         c->nlayers = i + 1;
         d->in = malloc(sizeof(int) * (size_t)(s->nin ? s->nin : 1));
         ok = d->in != NULL;
-        if (ok) memcpy(d->in, s->in, sizeof(int) * (size_t)s->nin);
+        if (ok && s->nin > 0) memcpy(d->in, s->in, sizeof(int) * (size_t)s->nin);
         if (ok && s->w) ok = (d->w = dup_floats(s->w, s->nw)) != NULL;
         if (ok && s->bias) ok = (d->bias = dup_floats(s->bias, (size_t)s->k)) != NULL;
         for (int j = 0; ok && j < 4; j++)
@@ -153,7 +153,7 @@ static fv_status dims_ok(const pending *p, int n, int c, int h, int w) {
 static fv_status set_inputs(pending *p, const int *in, int nin) {
     p->l.in = malloc(sizeof(int) * (size_t)(nin ? nin : 1));
     FV_REQUIRE(p->l.in, FV_ERR_OUT_OF_MEMORY, "%s: out of host memory", p->what);
-    memcpy(p->l.in, in, sizeof(int) * (size_t)nin);
+    if (nin > 0) memcpy(p->l.in, in, sizeof(int) * (size_t)nin);
     p->l.nin = nin;
     return FV_OK;
 }

@@ -12,6 +12,8 @@ set(FV_CUDA_SOURCES
   ${_fv_cuda_dir}/kernels/edge.cu
   ${_fv_cuda_dir}/kernels/filter_fused.cu
 )
+# fv_net's layer kernels (backend/net_ops.h).
+list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/cuda_net.c ${_fv_cuda_dir}/kernels/net.cu)
 # Convolution: the cuDNN graph-API engine (legacy API fallback) and its epilogue.
 list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/conv_engine.c ${_fv_cuda_dir}/conv_cands.c
   ${_fv_cuda_dir}/conv_graph.c
