@@ -27,6 +27,7 @@ int bench_cmd_net(int argc, char **argv);
 typedef struct bn_opts {
     const char *model, *weights, *io, *json, *profile;
     int batch, size, iters, warmup, autotune, layer_runs;
+    int cold; /* --cold: time the first and the 100th inference of the graph net */
     fv_backend backend;
     double tol;
     long pool_mb, workspace_mb;
@@ -47,6 +48,7 @@ typedef struct bn_variant {
     fv_models_check check;
     bn_timing t;
     fv_net_info info;
+    double first_ms, hundredth_ms; /* --cold: wall-clock, launch to results */
 } bn_variant;
 
 static double now_ms(void) {
@@ -236,8 +238,11 @@ static int write_json(const bn_opts *o, const fv_context_info *ci, const fv_mode
     fprintf(f, ",\n  \"variants\": {\n");
     for (int i = 0; i < nv; i++) {
         const bn_variant *x = &v[i];
-        fprintf(f, "    \"%s\": {\"ok\": %s, \"checked\": %s, \"create_ms\": %.3f, \"rel_l2\": ",
-                x->name, x->ok ? "true" : "false", x->checked ? "true" : "false", x->create_ms);
+        fprintf(f,
+                "    \"%s\": {\"ok\": %s, \"checked\": %s, \"create_ms\": %.3f, \"first_ms\": "
+                "%.4f, \"hundredth_ms\": %.4f, \"rel_l2\": ",
+                x->name, x->ok ? "true" : "false", x->checked ? "true" : "false", x->create_ms,
+                x->first_ms, x->hundredth_ms);
         json_num(f, x->checked ? x->check.rel_l2 : NAN);
         fprintf(f, ", \"max_abs_err\": ");
         json_num(f, x->checked ? x->check.max_abs_err : NAN);
@@ -318,6 +323,8 @@ static int parse(int argc, char **argv, bn_opts *o) {
             bad = fv_cli_backend(v, &o->backend) || o->backend == FV_BACKEND_AUTO;
         else if (!strcmp(a, "--autotune"))
             o->autotune = 1, takes = 0;
+        else if (!strcmp(a, "--cold"))
+            o->cold = 1, takes = 0;
         else {
             fprintf(stderr, "fovea-bench net: unknown or incomplete option '%s'\n", a);
             return 1;
@@ -336,16 +343,40 @@ static int parse(int argc, char **argv, bn_opts *o) {
 }
 
 /* Creates variant x's net and checks it against io (when given). */
+/* One inference, launch to results on the host (wall clock). */
+static fv_status one_inference(fv_context *ctx, fv_net *net, double *ms) {
+    double t0 = now_ms();
+    fv_status s = fv_net_forward(net);
+    if (s == FV_OK) s = fv_context_synchronize(ctx);
+    *ms = now_ms() - t0;
+    return s;
+}
+
+/* Creates variant x's net (autotuning when tune: the first variant only; the
+ * second takes the choices from the context's profile) and checks it
+ * against io (when given). cold: the first and the 100th inference timed
+ * before anything else runs on the net. */
 static int make_variant(fv_context *ctx, fv_models_arch arch, const fv_models_file *w,
                         const fv_models_file *io, const bn_opts *o, bn_variant *x,
-                        fv_models_net *mi) {
-    fv_net_desc nd = {.flags = x->flags | (o->autotune ? FV_NET_AUTOTUNE : 0)};
+                        fv_models_net *mi, int tune, int cold) {
+    fv_net_desc nd = {.flags = x->flags | (tune ? FV_NET_AUTOTUNE : 0)};
     double t0 = now_ms();
     fv_status s = fv_models_net_create(ctx, arch, w, o->batch, o->size, o->size, &nd, &x->net, mi);
     x->create_ms = now_ms() - t0;
     if (s != FV_OK) {
         fprintf(stderr, "fovea-bench net: %s: %s\n", x->name, fv_last_error());
         return 1;
+    }
+    if (cold) {
+        double ms = 0;
+        s = one_inference(ctx, x->net, &x->first_ms);
+        for (int i = 1; i < 99 && s == FV_OK; i++) s = one_inference(ctx, x->net, &ms);
+        if (s == FV_OK) s = one_inference(ctx, x->net, &x->hundredth_ms);
+        if (s != FV_OK) return fail_fv("fv_net_forward", s);
+        printf("cold start (%s): net created in %.1f ms, first inference %.3f ms, 100th %.3f ms "
+               "(first / 100th %.2f); created + first inference %.1f ms\n",
+               x->name, x->create_ms, x->first_ms, x->hundredth_ms,
+               x->first_ms / x->hundredth_ms, x->create_ms + x->first_ms);
     }
     if ((s = fv_net_info_get(x->net, &x->info)) != FV_OK) return fail_fv("fv_net_info_get", s);
     if (!io) {
@@ -399,7 +430,9 @@ int bench_cmd_net(int argc, char **argv) {
                               o.backend == FV_BACKEND_CPU ? (size_t)o.pool_mb << 20 : 0,
                           .workspace_limit_bytes = (size_t)o.workspace_mb << 20,
                           .profile_path = o.profile};
+    double tctx = now_ms();
     fv_status s = fv_context_create(&cd, &ctx);
+    tctx = now_ms() - tctx;
     if (s == FV_ERR_NO_DEVICE) {
         fprintf(stderr, "fovea-bench net: no usable GPU (--backend cpu runs on the CPU): %s\n",
                 fv_last_error());
@@ -422,8 +455,10 @@ int bench_cmd_net(int argc, char **argv) {
            o.size, ci.device_name, ci.backend_name, o.autotune ? "autotuned; " : "", profile_note);
     if (!io) printf("WARNING: no --io file: the output is not checked\n");
 
+    if (o.cold) printf("context created in %.1f ms\n", tctx);
     for (int i = 0; i < 2; i++)
-        if (make_variant(ctx, arch, w, io, &o, &v[i], &mi)) goto done;
+        if (make_variant(ctx, arch, w, io, &o, &v[i], &mi, i == 0 && o.autotune, i == 0 && o.cold))
+            goto done;
     if (o.autotune && o.profile) { /* the choices, for a warm start next time */
         if ((s = fv_context_profile_save(ctx, o.profile)) != FV_OK) {
             fail_fv("fv_context_profile_save", s);

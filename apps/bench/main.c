@@ -338,7 +338,8 @@ static const bench_cmd cmds[] = {
      "      [--batch 1] [--size 224] [--iters 200] [--warmup 20] [--autotune]\n"
      "      [--profile PATH (the context's; written after --autotune)] [--layers RUNS\n"
      "      (per-layer table, fv_net_profile)] [--tol 1e-2 (CPU 1e-4)] [--backend cuda|cpu]\n"
-     "      [--device-pool-mb 2048] [--workspace-mb 0 (default)] [--json FILE]"},
+     "      [--device-pool-mb 2048] [--workspace-mb 0 (default)] [--json FILE]\n"
+     "      [--cold (the graph net's create, first and 100th inference, wall clock)]"},
 };
 
 static void usage(FILE *f) {

@@ -249,7 +249,7 @@ def rows_of(cases, fov, pt, comp):
             "graph_vs_torch_graph": ratio(fg, tg), "graph_vs_compile": ratio(fg, cg),
             "eager_vs_torch_eager": ratio(fe, te),
             "target_vs_torch_graph": t_graph, "target_vs_compile": t_comp,
-            "fovea_tflops": 2e-3 * f["gmacs"] / fg if fg and f.get("gmacs") else None,
+            "fovea_tflops": 2 * f["gmacs"] / fg if fg and f.get("gmacs") else None,
             "launch_ms": fe - fg if fe and fg else None,
             "layers": fv.get("graph", {}).get("layers"),
             "arena_mib": (fv.get("graph", {}).get("arena_bytes") or 0) / 2**20,

@@ -233,8 +233,10 @@ typedef struct fv_net_desc {
  * converts and uploads the weights (DEVICE pool on CUDA; HOST pool on the
  * CPU backend, whose 64 MiB default holds about one ResNet-18: size it with
  * fv_context_desc.host_pool_bytes), creates every convolution (engine choice
- * from the profile, heuristics or autotuning), binds them to their tensors
- * and, with FV_NET_CUDA_GRAPH, captures the inference. The builder is not
+ * from the profile, heuristics or autotuning), binds them to their tensors,
+ * runs the net once on CUDA (kernels load lazily: the first inference is as
+ * fast as any; the outputs are written) and, with FV_NET_CUDA_GRAPH,
+ * captures the inference. The builder is not
  * needed afterwards. desc may be NULL. Returns FV_ERR_BAD_PARAM (no outputs,
  * an input unused...), FV_ERR_BAD_SHAPE, FV_ERR_NOT_SUPPORTED (a layer the
  * backend cannot run, named), FV_ERR_OUT_OF_MEMORY (pool, request and what

@@ -500,11 +500,17 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
             ci.workspace_bytes > net->info.workspace_bytes)
             net->info.workspace_bytes = ci.workspace_bytes;
     }
+    /* one run at create: kernels load lazily at their first launch (and
+     * cuDNN finishes some plans then), which must not land on the first
+     * inference or in a graph capture (the CPU backend has nothing to warm) */
+    if (ctx->backend != FV_BACKEND_CPU) s = fv__net_run_all(net);
+    if (s == FV_OK) s = fv_context_synchronize(ctx);
+    if (s != FV_OK) {
+        s = fv__error_prefix(s, "fv_net_create: warm-up run");
+        goto done;
+    }
     if ((net->flags & FV_NET_CUDA_GRAPH) && ctx->be->graph_begin) {
-        /* one eager run first: every lazy set-up done before the capture */
-        s = fv__net_run_all(net);
-        if (s == FV_OK) s = fv_context_synchronize(ctx);
-        if (s == FV_OK) s = ctx->be->graph_begin(ctx);
+        s = ctx->be->graph_begin(ctx);
         if (s == FV_OK) {
             fv_status r = fv__net_run_all(net);
             s = ctx->be->graph_end(ctx, &net->graph);
