@@ -459,7 +459,7 @@ int bench_cmd_net(int argc, char **argv) {
     for (int i = 0; i < 2; i++)
         if (make_variant(ctx, arch, w, io, &o, &v[i], &mi, i == 0 && o.autotune, i == 0 && o.cold))
             goto done;
-    if (o.autotune && o.profile) { /* the choices, for a warm start next time */
+    if (o.profile) { /* the choices (and compiled plans), for a warm start next time */
         if ((s = fv_context_profile_save(ctx, o.profile)) != FV_OK) {
             fail_fv("fv_context_profile_save", s);
             goto done;

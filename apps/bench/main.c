@@ -336,7 +336,7 @@ static const bench_cmd cmds[] = {
      "      fv_net_forward timed as a CUDA-graph replay and eager (CUDA events, medians)\n"
      "      --model resnet18|mobilenet_v2|unet --weights FILE.fvw [--io FILE.io.fvw]\n"
      "      [--batch 1] [--size 224] [--iters 200] [--warmup 20] [--autotune]\n"
-     "      [--profile PATH (the context's; written after --autotune)] [--layers RUNS\n"
+     "      [--profile PATH (read, then written back with this run's choices)] [--layers RUNS\n"
      "      (per-layer table, fv_net_profile)] [--tol 1e-2 (CPU 1e-4)] [--backend cuda|cpu]\n"
      "      [--device-pool-mb 2048] [--workspace-mb 0 (default)] [--json FILE]\n"
      "      [--cold (the graph net's create, first and 100th inference, wall clock)]"},

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Cold start of a net from a warm profile (issue 14's target: a new process,
+# a warm profile, ResNet-18 built and its first inference done in <= 0.5 s,
+# the first inference within 1.10x the 100th), on the GPU machine, after
+# run_net_bench.sh has built build-torchcudnn:
+#   1. fovea-bench net --profile P0 (engine choices only, e.g. an autotuned
+#      profile): the runtime-compiled plans are compiled, and the profile is
+#      written back with them (P1)
+#   2. three new processes: fovea-bench net --profile P1 --cold
+# Usage: apps/bench/run_net_cold.sh OUTDIR [PROFILE] [MODEL:BATCH:SIZE]
+#   PROFILE defaults to docs/bench/net_resnet18_b1_autotuned_h100.profile;
+#   the case to resnet18:1:224.
+set -uo pipefail
+out=${1:?usage: run_net_cold.sh OUTDIR [PROFILE] [MODEL:BATCH:SIZE]}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+p0=${2:-$root/docs/bench/net_resnet18_b1_autotuned_h100.profile}
+case=${3:-resnet18:1:224}
+IFS=: read -r model batch size <<<"$case"
+bench=$root/build-torchcudnn/apps/bench/fovea-bench
+py=${PYTHON:-python3}
+mkdir -p "$out/cold"
+[ -x "$bench" ] || { echo "run_net_cold: no $bench (run apps/bench/run_net_bench.sh first)"; exit 1; }
+"$py" "$root/apps/common/net_models.py" --out "$out/cold" --case "$case" >/dev/null || exit 1
+cp "$p0" "$out/cold/p1.profile"
+args=(net --model "$model" --batch "$batch" --size "$size" --weights "$out/cold/$model.fvw"
+      --io "$out/cold/${model}_n${batch}_s${size}.io.fvw" --iters 50 --warmup 10)
+echo "== 1. from $(basename "$p0") (choices only): plans compiled, profile written back"
+"$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold | grep -E "cold|created|graph |eager "
+ls -l "$out/cold/p1.profile"
+for i in 1 2 3; do
+  echo "== 2.$i a new process from the written profile"
+  "$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold | grep -E "context|cold|created"
+done
