@@ -180,6 +180,10 @@ static double act_ref(fv_activation a, double alpha, double x) {
         return tanh(x);
     case FV_ACT_LEAKY_RELU:
         return x >= 0 ? x : alpha * x;
+    case FV_ACT_HARD_SIGMOID: /* net layers only: conv2d and fv_add refuse these */
+    case FV_ACT_HARD_SWISH:
+    case FV_ACT_SILU:
+        return NAN;
     }
     return NAN;
 }
