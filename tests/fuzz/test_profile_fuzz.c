@@ -1,7 +1,7 @@
-/* Deterministic fuzz-style test of the profile loader: a valid profile is
- * mutated thousands of ways (seeded): truncated at every offset, bits
- * flipped, bytes inserted, deleted and overwritten, lines duplicated and
- * swapped, plus random garbage. Every load must return FV_OK, FV_ERR_FORMAT
+/* Deterministic fuzz-style test of the profile loader: a valid profile (plan
+ * lines included) is mutated thousands of ways (seeded): truncated at every
+ * offset, bits flipped, bytes inserted, deleted and overwritten, lines
+ * duplicated and swapped, plus random garbage. Every load must return FV_OK, FV_ERR_FORMAT
  * or FV_ERR_IO without crashing (run it under FV_SANITIZE=address,undefined
  * to catch what does not crash outright); a failed load keeps nothing and
  * says why in printable text; a successful one round-trips through save. */
@@ -51,6 +51,11 @@ static void assert_same(const fv__profile *a, const fv__profile *b) {
         assert_int_equal(x->nknobs, y->nknobs);
         for (int k = 0; k < x->nknobs; k++)
             assert_true(x->knob_type[k] == y->knob_type[k] && x->knob_value[k] == y->knob_value[k]);
+        size_t xn = 0, yn = 0;
+        const unsigned char *xb = fv__profile_plan(a, x->key, &xn),
+                            *yb = fv__profile_plan(b, y->key, &yn);
+        assert_int_equal(xn, yn);
+        if (xn) assert_memory_equal(xb, yb, xn);
     }
 }
 
@@ -79,6 +84,7 @@ static fv_status check(const unsigned char *d, size_t n) {
             fail_msg("load returned %s: %s", fv_status_name(s), why);
         assert_int_equal(p.n, 0);
         assert_null(p.e);
+        assert_null(p.plan);
         assert_non_null(memchr(why, '\0', sizeof why));
         assert_non_null(strstr(why, in_path));
         for (const char *c = why; *c; c++)
@@ -120,10 +126,18 @@ static int setup(void **state) {
         c.ms = 0.125f * (float)i;
         snprintf(c.how, sizeof c.how, "autotune");
         if (fv__profile_put(&p, &c) != FV_OK) return -1;
+        if (i % 2 == 1) { /* plan blobs of 27, 41 and 55 bytes: every padding */
+            unsigned char blob[64];
+            for (size_t k = 0; k < sizeof blob; k++)
+                blob[k] = (unsigned char)(k * 37 + (size_t)i);
+            if (fv__profile_set_plan(&p, c.key, blob, 20 + (size_t)i * 7) != FV_OK) return -1;
+        }
     }
     expect = p;
     expect.e = NULL;
+    expect.plan = NULL;
     expect.n = expect.cap = 0;
+    expect.plan_bytes = 0;
     if (fv__profile_save(in_path, &p) != FV_OK) return -1;
     fv__profile_free(&p);
     FILE *f = fopen(in_path, "rb");
@@ -152,6 +166,12 @@ static int teardown(void **state) {
 
 static void seed_file_loads(void **state) {
     assert_int_equal(check(base, base_len), FV_OK);
+    assert_memory_equal(base, "fovea-profile 2\n", 16);
+    char *text = calloc(base_len + 1, 1);
+    assert_non_null(text);
+    memcpy(text, base, base_len);
+    assert_non_null(strstr(text, "\nplan 27 "));
+    free(text);
 }
 
 static void truncation_at_every_offset(void **state) {
@@ -263,6 +283,9 @@ static void line_shuffles(void **state) {
 
 static void garbage(void **state) {
     static const char *words[] = {"fovea-profile 1\n",
+                                  "fovea-profile 2\n",
+                                  "plan 5 a430d84680aabd0b aGVsbG8=\n",
+                                  "plan ",
                                   "device GPU\n",
                                   "sm 90\n",
                                   "cudnn 91400\n",

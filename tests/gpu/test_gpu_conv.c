@@ -1,12 +1,14 @@
 /* conv2d on the CUDA backend against the CPU FP32 reference: every
  * activation, strides, padding, dilation, groups, odd channel counts; random
  * inputs; outputs poisoned first; no allocation in the forward loop; stream
- * capture replays correctly. */
+ * capture replays correctly; plans cached in the profile give the same bits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include "core/profile.h"
 #include "fovea/fovea_cuda.h"
 #include "fv_test.h"
 
@@ -220,6 +222,31 @@ static void make_temp_file(char *template) {
     close(fd);
 }
 
+/* The file at path, NUL-terminated (free it); *len: its length. Profiles
+ * with cached plans run to MBs. */
+static char *read_text(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    assert_true(n >= 0);
+    rewind(f);
+    char *t = malloc((size_t)n + 1);
+    assert_non_null(t);
+    assert_int_equal(fread(t, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    t[n] = 0;
+    if (len) *len = (size_t)n;
+    return t;
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fputs(text, f) >= 0, 1);
+    assert_int_equal(fclose(f), 0);
+}
+
 /* Block geometries of the direct kernel (4, 8, 16 rows a block; a block a
  * tile or persistent) through profile entries naming them: the profile's
  * "direct" lines load and run. On 4 channels a pixel (in pairs, stride 2),
@@ -237,18 +264,15 @@ static void direct_kernel_variants_from_profile(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         assert_true(run_case(&cases[i], 1) <= 2e-3);
     FV_ASSERT_OK(fv_context_profile_save(gpu, path));
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    static char text[1 << 16];
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[len] = 0;
+    size_t len = 0;
+    char *text = read_text(path, &len);
+    char *edited = malloc(2 * len + 1); /* engine numbers grow by 2 bytes at most */
+    assert_non_null(edited);
     /* engine numbers: rows a block, + 100 when persistent */
     const char *rows[] = {"16", "4", "108", "116"};
     const char *names[] = {"-16rows", "-4rows", "-8rows-persistent", "-16rows-persistent"};
     for (int v = 0; v < 4; v++) {
         /* every direct entry's engine becomes rows[v] */
-        static char edited[1 << 16];
         char *o = edited;
         for (const char *line = text; *line;) {
             const char *nl = strchr(line, '\n');
@@ -266,10 +290,7 @@ static void direct_kernel_variants_from_profile(void **state) {
             line += n;
         }
         *o = 0;
-        f = fopen(path, "wb");
-        assert_non_null(f);
-        fputs(edited, f);
-        fclose(f);
+        write_text(path, edited);
         fv_context *ctx2 = NULL, *saved = gpu;
         fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
         FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
@@ -291,6 +312,8 @@ static void direct_kernel_variants_from_profile(void **state) {
         gpu = saved;
         fv_context_destroy(ctx2);
     }
+    free(text);
+    free(edited);
     remove(path);
 }
 
@@ -299,12 +322,11 @@ static void direct_kernel_variants_from_profile(void **state) {
  * it rewrote. Entries of other tests' ops may then not build (they are not
  * run with this profile). */
 static int rewrite_conv_lines(const char *path, const char *to, const char *eng) {
-    static char text[1 << 16], edited[1 << 16];
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[len] = 0;
+    size_t len = 0;
+    char *text = read_text(path, &len);
+    /* a conv line grows by the path and engine names at most */
+    char *edited = malloc(len + (len / 16 + 1) * (strlen(to) + strlen(eng) + 16) + 1);
+    assert_non_null(edited);
     char *o = edited;
     int rewritten = 0;
     for (const char *line = text; *line;) {
@@ -326,10 +348,9 @@ static int rewrite_conv_lines(const char *path, const char *to, const char *eng)
         line += n;
     }
     *o = 0;
-    f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(edited, f);
-    fclose(f);
+    write_text(path, edited);
+    free(text);
+    free(edited);
     return rewritten;
 }
 
@@ -591,12 +612,13 @@ static void graph_pw_matches_and_round_trips(void **state) {
 
     /* graph-pw16 (FP16 intermediates and bias): each biased op's graph-pw
      * entry, the same engine and knobs, renamed */
-    static char text[1 << 16];
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[len] = 0;
+    size_t len = 0;
+    char *text = read_text(path, &len);
+    int lines = 0;
+    for (const char *c = text; (c = strchr(c, '\n')) != NULL; c++)
+        lines++;
+    text = realloc(text, len + 2 * (size_t)lines + 1); /* "graph-pw16": 2 bytes more a line */
+    assert_non_null(text);
     int renamed = 0;
     for (char *line = text; (line = strstr(line, "\nconv ")) != NULL; line++) {
         char *eol = strchr(line + 1, '\n'), *p = strstr(line, " path=graph-pw ");
@@ -605,10 +627,8 @@ static void graph_pw_matches_and_round_trips(void **state) {
         memcpy(p, " path=graph-pw16 ", 17);
         renamed++;
     }
-    f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    write_text(path, text);
+    free(text);
     FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
     gpu = ctx2;
     int ran = 0;
@@ -629,6 +649,136 @@ static void graph_pw_matches_and_round_trips(void **state) {
     if (ci.sm_major >= 9 && ci.cudnn_loaded >= 91400) assert_true(ran >= 1);
     gpu = saved;
     fv_context_destroy(ctx2);
+    remove(path);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Creates d on ctx (timed: the returned ms), runs it once on x (H x W x C)
+ * into y (ny halves), and fills *info. */
+static double create_and_run(fv_context *ctx, const fv_conv2d_desc *d, const fv_half *x, fv_half *y,
+                             size_t ny, fv_conv2d_info *info) {
+    fv_conv2d *op = NULL;
+    double t0 = now_ms();
+    FV_ASSERT_OK(fv_conv2d_create(ctx, d, &op));
+    double ms = now_ms() - t0;
+    FV_ASSERT_OK(fv_conv2d_info_get(op, info));
+    int n, h, w, c;
+    fv_conv2d_output_shape(op, &n, &h, &w, &c);
+    assert_true((size_t)n * h * w * c == ny);
+    fv_tensor *tx = make(ctx, FV_DTYPE_F16, 1, d->h, d->w, d->c),
+              *ty = make(ctx, FV_DTYPE_F16, n, h, w, c);
+    FV_ASSERT_OK(fv_tensor_upload(ctx, tx, x, (size_t)d->h * d->w * d->c * sizeof *x));
+    FV_ASSERT_OK(fv_conv2d_forward(op, tx, ty));
+    FV_ASSERT_OK(fv_tensor_download(ctx, ty, y, ny * sizeof *y));
+    FV_ASSERT_OK(fv_context_synchronize(ctx));
+    fv_tensor_destroy(tx), fv_tensor_destroy(ty);
+    fv_conv2d_destroy(op);
+    return ms;
+}
+
+/* Plans cached in the profile. A ResNet-18 layer on graph-pw (cuDNN's
+ * runtime-fusion engine compiles a kernel when its plan finalizes), created
+ * in a context without a profile, is saved with its serialized plan; created
+ * again in a new context from that profile it deserializes the plan (choice
+ * "profile+plan") and computes bit for bit the same; a cached plan that does
+ * not load (here: cut short) is compiled instead, with the same bits again,
+ * and cached anew. Creation times are printed, not asserted. */
+static void cached_plan_round_trip(void **state) {
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    make_temp_file(path);
+    fv_test_seed(4343);
+    enum { H = 56, W = 56, C = 64, K = 64 };
+    static float w[K * C * 9], b[K], xf[H * W * C];
+    static fv_half x[H * W * C], y0[H * W * K], y1[H * W * K];
+    fv_test_fill_uniform(w, K * C * 9, -0.1f, 0.1f);
+    fv_test_fill_uniform(b, K, -0.5f, 0.5f);
+    fv_test_fill_uniform(xf, H * W * C, -1, 1);
+    fv_f32_to_f16_n(xf, x, H * W * C);
+    fv_conv2d_desc d = {.h = H,
+                        .w = W,
+                        .c = C,
+                        .k = K,
+                        .r = 3,
+                        .s = 3,
+                        .pad_h = 1,
+                        .pad_w = 1,
+                        .activation = FV_ACT_RELU,
+                        .weights = w,
+                        .bias = b,
+                        .flags = FV_CONV2D_NO_DIRECT};
+    char key[FV__PROFILE_KEY];
+    fv__conv2d_key(&d, 1, key, sizeof key);
+    fv_conv2d_info info[3];
+    double ms[3];
+
+    /* compiled: no profile */
+    fv_context *ctx = NULL;
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA};
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx));
+    fv_context_info ci;
+    FV_ASSERT_OK(fv_context_info_get(ctx, &ci));
+    ms[0] = create_and_run(ctx, &d, x, y0, H * W * K, &info[0]);
+    FV_ASSERT_OK(fv_context_profile_save(ctx, path));
+    fv_context_destroy(ctx);
+    fv__profile p;
+    FV_ASSERT_OK(fv__profile_load(path, NULL, &p, NULL, 0));
+    size_t n = 0;
+    const unsigned char *blob = fv__profile_plan(&p, key, &n);
+    printf("  %s %s (%s): %s, plan of %zu bytes cached\n", info[0].path, info[0].engine,
+           info[0].choice, blob ? "runtime-compiled" : "not runtime-compiled", n);
+    /* seen on the H100 with cuDNN 9.19: graph-pw on the runtime-fusion engine */
+    if (ci.sm_major >= 9 && ci.cudnn_loaded >= 91400) assert_non_null(blob);
+    if (!blob) {
+        fv__profile_free(&p);
+        remove(path);
+        skip();
+    }
+    const unsigned char *eol = memchr(blob, '\n', n);
+    assert_non_null(eol);
+    printf("  its header: %.*s\n", (int)(eol - blob), (const char *)blob);
+
+    /* from the profile: the plan deserialized, the same bits */
+    cd.profile_path = path;
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx));
+    const char *why = NULL;
+    fv_context_profile_status(ctx, &why, NULL);
+    assert_string_equal(why, "");
+    ms[1] = create_and_run(ctx, &d, x, y1, H * W * K, &info[1]);
+    fv_context_destroy(ctx);
+    printf("  from the profile: %s %s (%s)\n", info[1].path, info[1].engine, info[1].choice);
+    assert_true(strncmp(info[1].choice, "profile+plan", 12) == 0);
+    assert_string_equal(info[1].path, info[0].path);
+    assert_string_equal(info[1].engine, info[0].engine);
+    assert_int_equal(info[1].workspace_bytes, info[0].workspace_bytes);
+    assert_memory_equal(y0, y1, sizeof y0);
+
+    /* a cached plan cut short: refused by cuDNN, compiled, the same bits,
+     * and the whole plan cached again */
+    size_t cut = (size_t)(eol + 1 - blob) + (n - (size_t)(eol + 1 - blob)) / 2;
+    FV_ASSERT_OK(fv__profile_set_plan(&p, key, blob, cut));
+    FV_ASSERT_OK(fv__profile_save(path, &p));
+    fv__profile_free(&p);
+    memset(y1, 0, sizeof y1);
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx));
+    ms[2] = create_and_run(ctx, &d, x, y1, H * W * K, &info[2]);
+    printf("  from a plan cut short: %s %s (%s)\n", info[2].path, info[2].engine, info[2].choice);
+    assert_true(strncmp(info[2].choice, "profile (", 9) == 0);
+    assert_memory_equal(y0, y1, sizeof y0);
+    FV_ASSERT_OK(fv_context_profile_save(ctx, path));
+    fv_context_destroy(ctx);
+    FV_ASSERT_OK(fv__profile_load(path, NULL, &p, NULL, 0));
+    size_t again = 0;
+    assert_non_null(fv__profile_plan(&p, key, &again));
+    assert_true(again > cut);
+    fv__profile_free(&p);
+    printf("  created in %.1f ms compiling the plan, %.1f ms from the cached plan, %.1f ms from "
+           "a cached plan cut short\n",
+           ms[0], ms[1], ms[2]);
     remove(path);
 }
 
@@ -977,6 +1127,7 @@ int main(void) {
         cmocka_unit_test(padded_lanes_stay_zero),
         cmocka_unit_test(autotuned_matches_cpu_reference),
         cmocka_unit_test(profile_round_trip),
+        cmocka_unit_test(cached_plan_round_trip),
         cmocka_unit_test(forward_loop_allocates_nothing),
         cmocka_unit_test(stream_capture_replays),
         cmocka_unit_test(bad_input_is_refused),

@@ -1,6 +1,7 @@
 /* The device profile (core/profile.c): round trips, find/replace, the conv
- * key, and every way a file can be malformed (each a FV_ERR_FORMAT that
- * names the line), mismatches, and atomic saves that fail cleanly. */
+ * key, plan blobs (round trips, ownership, limits), and every way a file can
+ * be malformed (each a FV_ERR_FORMAT that names the line), plan lines
+ * included, mismatches, and atomic saves that fail cleanly. */
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -170,6 +171,109 @@ static void find_and_replace(void **state) {
     fv__profile_free(&p);
 }
 
+/* The first line of the file at path, without its newline. */
+static void first_line(const char *path, char *out, size_t n) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_non_null(fgets(out, (int)n, f));
+    fclose(f);
+    out[strcspn(out, "\n")] = '\0';
+}
+
+static void assert_plan_is(const fv__profile *p, const char *key, const unsigned char *want,
+                           size_t n) {
+    size_t got = 12345;
+    const unsigned char *b = fv__profile_plan(p, key, &got);
+    if (!want) {
+        assert_null(b);
+        assert_int_equal(got, 0);
+        return;
+    }
+    assert_non_null(b);
+    assert_int_equal(got, n);
+    assert_memory_equal(b, want, n);
+}
+
+/* Plan blobs: any bytes, every length modulo 3, through save and load and a
+ * second save (entries loaded keep their blob); the file says version 2 with
+ * blobs and 1 without; replacing an entry drops its blob; limits. */
+static void plan_blobs(void **state) {
+    fv_test_seed(14);
+    enum { NE = 12 };
+    static const size_t sizes[NE] = {1, 2, 3, 4, 5, 100, 3071, 3072, 3073, 6145, 200000, 0};
+    static unsigned char blob[NE][200000];
+    fv__profile p, q, r;
+    fv__profile_init(&p);
+    set_header(&p);
+    fv__engine_choice c[NE];
+    for (int i = 0; i < NE; i++) {
+        c[i] = random_choice(i);
+        FV_ASSERT_OK(fv__profile_put(&p, &c[i]));
+        fv_test_fill_bytes(blob[i], sizes[i]);
+        if (i == 4) memcpy(blob[i], "a\n\0\r ", 5); /* newline, NUL, CR: any bytes go */
+        if (sizes[i]) FV_ASSERT_OK(fv__profile_set_plan(&p, c[i].key, blob[i], sizes[i]));
+    }
+    for (int i = 0; i < NE; i++)
+        assert_plan_is(&p, c[i].key, sizes[i] ? blob[i] : NULL, sizes[i]);
+    assert_plan_is(&p, "no-such-key", NULL, 0);
+    const char *path = tmp_path("plans.profile"), *path2 = tmp_path("plans2.profile");
+    FV_ASSERT_OK(fv__profile_save(path, &p));
+    char line[64];
+    first_line(path, line, sizeof line);
+    assert_string_equal(line, "fovea-profile 2");
+    char why[256] = "x";
+    FV_ASSERT_OK(fv__profile_load(path, &p, &q, why, sizeof why));
+    assert_string_equal(why, "");
+    assert_int_equal(q.n, NE);
+    for (int i = 0; i < NE; i++) {
+        assert_choice_equal(&q.e[i], &p.e[i]);
+        assert_plan_is(&q, c[i].key, sizes[i] ? blob[i] : NULL, sizes[i]);
+    }
+    assert_true(q.plan_bytes == p.plan_bytes);
+    /* a loaded profile saves its blobs again, byte for byte the same file */
+    FV_ASSERT_OK(fv__profile_save(path2, &q));
+    FV_ASSERT_OK(fv__profile_load(path2, &p, &r, why, sizeof why));
+    for (int i = 0; i < NE; i++)
+        assert_plan_is(&r, c[i].key, sizes[i] ? blob[i] : NULL, sizes[i]);
+    fv__profile_free(&r);
+    FILE *f1 = fopen(path, "rb"), *f2 = fopen(path2, "rb");
+    assert_true(f1 && f2);
+    for (int a = 0, b = 0; a != EOF || b != EOF;) {
+        a = fgetc(f1), b = fgetc(f2);
+        assert_int_equal(a, b);
+    }
+    fclose(f1), fclose(f2);
+
+    /* replacing an entry drops its blob (it belonged to the old choice);
+     * setting NULL removes one; set again replaces */
+    size_t before = q.plan_bytes;
+    fv__engine_choice changed = c[5];
+    changed.engine ^= 1;
+    FV_ASSERT_OK(fv__profile_put(&q, &changed));
+    assert_plan_is(&q, c[5].key, NULL, 0);
+    assert_true(q.plan_bytes == before - sizes[5]);
+    FV_ASSERT_OK(fv__profile_set_plan(&q, c[6].key, NULL, 0));
+    assert_plan_is(&q, c[6].key, NULL, 0);
+    FV_ASSERT_OK(fv__profile_set_plan(&q, c[7].key, blob[0], 1));
+    assert_plan_is(&q, c[7].key, blob[0], 1);
+    /* refusals leave the blob as it was */
+    FV_ASSERT_STATUS(fv__profile_set_plan(&q, "no-such-key", blob[0], 1), FV_ERR_BAD_PARAM,
+                     "no entry");
+    FV_ASSERT_STATUS(fv__profile_set_plan(&q, c[7].key, blob[0], FV__PROFILE_MAX_PLAN + 1),
+                     FV_ERR_BAD_PARAM, "plan");
+    FV_ASSERT_STATUS(fv__profile_set_plan(NULL, c[7].key, blob[0], 1), FV_ERR_BAD_PARAM, NULL);
+    assert_plan_is(&q, c[7].key, blob[0], 1);
+    /* without blobs the file is version 1 again, which older builds read */
+    for (int i = 0; i < NE; i++)
+        FV_ASSERT_OK(fv__profile_set_plan(&q, c[i].key, NULL, 0));
+    assert_true(q.plan_bytes == 0);
+    FV_ASSERT_OK(fv__profile_save(path2, &q));
+    first_line(path2, line, sizeof line);
+    assert_string_equal(line, "fovea-profile 1");
+    fv__profile_free(&q);
+    fv__profile_free(&p);
+}
+
 static void conv_keys(void **state) {
     float w = 1;
     fv_conv2d_desc base = {.h = 1080,
@@ -244,6 +348,9 @@ static void conv_keys(void **state) {
 #define E4  "conv d path=gemm cdecl=128 engine=3216 ws=2097152 ms=0.006 how=autotune knobs=-\n"
 #define E5  "conv e path=graph-pw cdecl=128 engine=4 ws=0 ms=0.045 how=autotune knobs=1:0,2:3\n"
 #define E6  "conv f path=graph-pw16 cdecl=64 engine=4 ws=0 ms=0.01 how=autotune knobs=24:46\n"
+/* version 2 (plan lines); P1: the 5 bytes "hello" */
+#define HDR2 "fovea-profile 2\ndevice NVIDIA Test GPU 80GB\nsm 90\ncudnn 91400\n"
+#define P1   "plan 5 a430d84680aabd0b aGVsbG8=\n"
 
 /* Loads text; expects status want and a reason containing both needles. */
 static void expect_load(const char *text, size_t len, fv_status want, const char *n1,
@@ -283,7 +390,8 @@ static void malformed_files(void **state) {
 
     BAD("", "line 1", "empty");
     BAD("fovea-profil 1\ndevice x\n", "line 1", "not a fovea profile");
-    BAD("fovea-profile 2\n", "line 1", "version 2");
+    BAD("fovea-profile 3\n", "line 1", "version 3");
+    BAD("fovea-profile 0\n", "line 1", "version 0");
     BAD("fovea-profile 1x\n", "line 1", "bad version");
     BAD("garbage", "line 1", "not a fovea profile");
     BAD(HDR E1 E2, "line 7", "truncated");
@@ -358,6 +466,69 @@ static void malformed_files(void **state) {
     /* an embedded NUL */
     const char nul[] = HDR "conv a path=graph\0cdecl=8 engine=3 ws=1 ms=1 how=x knobs=-\nend 1\n";
     expect_load(nul, sizeof nul - 1, FV_ERR_FORMAT, "line 5", "NUL");
+}
+
+/* Plan lines: each flaw (truncated, corrupt, oversized, misplaced) makes the
+ * file ignored with a reason naming the line; files without plans, of
+ * either version, still load. */
+static void malformed_plan_lines(void **state) {
+#define OK(text) expect_load(text, sizeof(text) - 1, FV_OK, NULL, NULL)
+    OK(HDR2 E1 P1 E2 "end 2\n");
+    OK(HDR2 E1 E2 "end 2\n"); /* version 2 without plans */
+    OK(HDR2 E5 P1 E6 P1 "end 2\n");
+    const char crlf[] = HDR2 E1 "plan 5 a430d84680aabd0b aGVsbG8=\r\nend 1\r\n";
+    expect_load(crlf, sizeof crlf - 1, FV_OK, NULL, NULL);
+#undef OK
+    /* the blob arrives intact, on its entry only */
+    const char *path = tmp_path("plan.profile");
+    write_file(path, HDR2 E1 P1 E2 "end 2\n", sizeof(HDR2 E1 P1 E2 "end 2\n") - 1);
+    fv__profile p;
+    FV_ASSERT_OK(fv__profile_load(path, NULL, &p, NULL, 0));
+    assert_plan_is(&p, "a", (const unsigned char *)"hello", 5);
+    assert_plan_is(&p, "b", NULL, 0);
+    fv__profile_free(&p);
+    /* an old-format file: no blobs */
+    write_file(path, HDR E1 E2 "end 2\n", sizeof(HDR E1 E2 "end 2\n") - 1);
+    FV_ASSERT_OK(fv__profile_load(path, NULL, &p, NULL, 0));
+    assert_int_equal(p.n, 2);
+    assert_plan_is(&p, "a", NULL, 0);
+    fv__profile_free(&p);
+
+    /* truncated: in the middle of the line, or its data cut short */
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0b aGVs", "line 6", "truncated");
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0b aGVsbG\nend 1\n", "line 6", "truncated or corrupt");
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0b aGVsbG8=AAAA\nend 1\n", "line 6", "8 base64");
+    BAD(HDR2 E1 P1, "line 7", "truncated");
+    /* corrupt: other data under the same hash, a bad character, bad padding,
+     * bits left over, a bad hash */
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0b YmVsbG8=\nend 1\n", "line 6", "does not match");
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0c aGVsbG8=\nend 1\n", "line 6", "does not match");
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0b aGVs*G8=\nend 1\n", "line 6", "character 5");
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0b aGVsbG8A\nend 1\n", "line 6", "character 8");
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0b aGVsbG=8\nend 1\n", "line 6", "base64");
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0b aGVsbG9=\nend 1\n", "line 6", "base64");
+    BAD(HDR2 E1 "plan 5 A430D84680AABD0B aGVsbG8=\nend 1\n", "line 6", "hash");
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0 aGVsbG8=\nend 1\n", "line 6", "hash");
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0b  aGVsbG8=\nend 1\n", "line 6", NULL);
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0b\nend 1\n", "line 6", "expected 'plan");
+    BAD(HDR2 E1 "plan 5\nend 1\n", "line 6", "expected 'plan");
+    BAD(HDR2 E1 "plan 5 a430d84680aabd0b aGVs\tG8=\nend 1\n", "line 6", "0x09");
+    /* sizes: none, negative, absurd, past the limit */
+    BAD(HDR2 E1 "plan 0 a430d84680aabd0b aGVsbG8=\nend 1\n", "line 6", "plan size");
+    BAD(HDR2 E1 "plan -5 a430d84680aabd0b aGVsbG8=\nend 1\n", "line 6", "plan size");
+    BAD(HDR2 E1 "plan 99999999999999999999 a430d84680aabd0b aGVsbG8=\nend 1\n", "line 6",
+        "plan size");
+    char big[512];
+    int n = snprintf(big, sizeof big, HDR2 E1 "plan %zu a430d84680aabd0b aGVsbG8=\nend 1\n",
+                     FV__PROFILE_MAX_PLAN + 1);
+    expect_load(big, (size_t)n, FV_ERR_FORMAT, "line 6", "plan size");
+    /* misplaced: in a version 1 file, before any conv line, twice for one
+     * entry, after the end */
+    BAD(HDR E1 P1 "end 1\n", "line 6", "version 1");
+    BAD(HDR2 P1 E1 "end 1\n", "line 5", "must follow");
+    BAD(HDR2 E1 P1 P1 "end 1\n", "line 7", "must follow");
+    BAD(HDR2 E1 "end 1\n" P1, "line 7", "after the end");
+    BAD(HDR2 E1 P1 "end 2\n", "line 7", "end line says 2");
 }
 
 static void missing_file_and_mismatch(void **state) {
@@ -481,8 +652,10 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip),
         cmocka_unit_test(find_and_replace),
+        cmocka_unit_test(plan_blobs),
         cmocka_unit_test(conv_keys),
         cmocka_unit_test(malformed_files),
+        cmocka_unit_test(malformed_plan_lines),
         cmocka_unit_test(missing_file_and_mismatch),
         cmocka_unit_test(failed_save_keeps_old_file),
     };

@@ -83,7 +83,9 @@ typedef struct fv_context_desc {
     size_t workspace_limit_bytes;
     /* A device profile written by fovea-calibrate (or fv_context_profile_save):
      * convolution engines chosen ahead of time, keyed by device, SM, cuDNN
-     * version and each op's signature. NULL: none. A missing, corrupt,
+     * version and each op's signature, with the compiled plans of cuDNN's
+     * runtime-compiled engines (ops then skip compiling them; a plan that
+     * no longer loads is compiled again). NULL: none. A missing, corrupt,
      * truncated or mismatched profile is ignored with a warning through the
      * log callback naming the reason; it never fails context creation. */
     const char *profile_path;
@@ -146,7 +148,8 @@ fv_backend fv_context_backend(const fv_context *ctx);
 fv_status fv_context_synchronize(fv_context *ctx);
 
 /* Writes the context's engine choices (loaded from its profile, made by
- * heuristics, or measured by autotuning) as a profile file, atomically
+ * heuristics, or measured by autotuning), with the serialized plans of the
+ * runtime-compiled engines among them, as a profile file, atomically
  * (written beside path, then renamed). Returns FV_ERR_BAD_PARAM, FV_ERR_IO.
  * On the CPU backend the profile has no entries. */
 fv_status fv_context_profile_save(fv_context *ctx, const char *path);

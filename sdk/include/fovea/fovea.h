@@ -14,5 +14,8 @@
 #include "fovea/frame.h"
 #include "fovea/pipeline.h"
 #include "fovea/net.h"
+#include "fovea/preprocess.h"
+#include "fovea/postprocess.h"
+#include "fovea/timer.h"
 
 #endif

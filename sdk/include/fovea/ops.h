@@ -110,7 +110,9 @@ typedef struct fv_conv2d_info {
     int tensor_cores;       /* 1 when the engine runs on tensor cores */
     int fused;              /* 1 when bias and activation run inside the convolution */
     size_t workspace_bytes; /* workspace the engine uses */
-    char choice[64];        /* how it was chosen: "heuristics A #0", "fallback #2", ... */
+    char choice[64];        /* how it was chosen: "heuristics A #0", "fallback #2", ...,
+                               "profile (...)", "profile+plan (...)" (the profile's
+                               entry, its compiled plan loaded from the profile) */
     char layout[64];        /* the formulation: channel padding, groups */
     float measured_ms;      /* autotuned (or profiled) time of one forward; 0 if not timed */
     int candidates;         /* engine configs considered at creation */

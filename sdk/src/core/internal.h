@@ -96,6 +96,11 @@ struct fv_conv2d {
     void *be_state; /* the backend's plan and weights */
 };
 
+/* Checks an image for op (its format, size, data, strides; YUYV/UYVY width
+ * even, NV12 both even) and copies it into *n with the defaults filled:
+ * stride, and NV12's uv and uv_stride (core/ops.c). */
+fv_status fv__image_normalize(const char *op, const fv_image *img, fv_image *n);
+
 /* True if t lives where the context's backend kernels can read it. */
 bool fv__tensor_usable(const fv_context *ctx, const fv_tensor *t);
 /* Pointer a kernel of the backend uses for t. */

@@ -295,8 +295,7 @@ size_t fv_image_bytes(fv_pixel_format f, int width, int height) {
     return f == FV_PIXEL_NV12 ? y + (size_t)width * ((height + 1) / 2) : y;
 }
 
-/* Checks an image and fills its defaults into *n. */
-static fv_status image_normalize(const char *op, const fv_image *img, fv_image *n) {
+fv_status fv__image_normalize(const char *op, const fv_image *img, fv_image *n) {
     FV_REQUIRE(img, FV_ERR_BAD_PARAM, "%s: image is NULL", op);
     *n = *img;
     FV_REQUIRE(bytes_per_pixel(img->format) != 0, FV_ERR_BAD_PARAM,
@@ -335,7 +334,7 @@ fv_status fv_image_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst,
     const char *op = "image_pack";
     FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "%s: ctx is NULL", op);
     fv_image img;
-    FV_TRY(image_normalize(op, src, &img));
+    FV_TRY(fv__image_normalize(op, src, &img));
     fv_pack_desc d;
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
@@ -361,7 +360,7 @@ fv_status fv_image_unpack(fv_context *ctx, const fv_tensor *src, fv_image *dst,
     const char *op = "image_unpack";
     FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "%s: ctx is NULL", op);
     fv_image img;
-    FV_TRY(image_normalize(op, dst, &img));
+    FV_TRY(fv__image_normalize(op, dst, &img));
     FV_REQUIRE(
         img.format != FV_PIXEL_YUYV && img.format != FV_PIXEL_UYVY && img.format != FV_PIXEL_NV12,
         FV_ERR_NOT_SUPPORTED, "%s: writing %s is not supported (GRAY8, RGB24, BGR24, RGBA32 are)",

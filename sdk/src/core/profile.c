@@ -15,10 +15,16 @@
 #include <unistd.h>
 
 #define MAGIC "fovea-profile"
-/* A valid file never needs more than this (header + entries + end). */
-#define MAX_FILE_BYTES ((size_t)FV__PROFILE_LINE * (FV__PROFILE_MAX_ENTRIES + 8))
-#define MAX_SM         10000
-#define MAX_CDECL      65536
+/* base64 characters for n bytes */
+#define B64_LEN(n) (((n) + 2) / 3 * 4)
+/* "plan <bytes> <16 hex digits> <base64>" */
+#define PLAN_LINE_MAX (48 + B64_LEN(FV__PROFILE_MAX_PLAN))
+/* A valid file never needs more than this (header + entries + plans + end). */
+#define MAX_FILE_BYTES                                                                             \
+    ((size_t)FV__PROFILE_LINE * (FV__PROFILE_MAX_ENTRIES + 8) + B64_LEN(FV__PROFILE_MAX_PLANS) +   \
+     (size_t)64 * FV__PROFILE_MAX_ENTRIES)
+#define MAX_SM    10000
+#define MAX_CDECL 65536
 
 void fv__profile_init(fv__profile *p) {
     memset(p, 0, sizeof *p);
@@ -26,15 +32,66 @@ void fv__profile_init(fv__profile *p) {
 
 void fv__profile_free(fv__profile *p) {
     if (!p) return;
+    for (int i = 0; p->plan && i < p->n; i++)
+        free(p->plan[i].data);
+    free(p->plan);
     free(p->e);
     fv__profile_init(p);
 }
 
-const fv__engine_choice *fv__profile_find(const fv__profile *p, const char *key) {
-    if (!p || !key) return NULL;
+static int find_index(const fv__profile *p, const char *key) {
+    if (!p || !key) return -1;
     for (int i = 0; i < p->n; i++)
-        if (strcmp(p->e[i].key, key) == 0) return &p->e[i];
-    return NULL;
+        if (strcmp(p->e[i].key, key) == 0) return i;
+    return -1;
+}
+
+const fv__engine_choice *fv__profile_find(const fv__profile *p, const char *key) {
+    int i = find_index(p, key);
+    return i < 0 ? NULL : &p->e[i];
+}
+
+/* Drops entry i's blob. */
+static void drop_plan(fv__profile *p, int i) {
+    if (!p->plan || !p->plan[i].data) return;
+    p->plan_bytes -= p->plan[i].n;
+    free(p->plan[i].data);
+    p->plan[i] = (fv__plan_blob){NULL, 0};
+}
+
+/* Gives entry i the blob data (malloc'd, n bytes: the profile owns it now). */
+static void attach_plan(fv__profile *p, int i, unsigned char *data, size_t n) {
+    drop_plan(p, i);
+    p->plan[i] = (fv__plan_blob){data, n};
+    p->plan_bytes += n;
+}
+
+const unsigned char *fv__profile_plan(const fv__profile *p, const char *key, size_t *n) {
+    int i = find_index(p, key);
+    const fv__plan_blob *b = i >= 0 && p->plan ? &p->plan[i] : NULL;
+    if (n) *n = b && b->data ? b->n : 0;
+    return b ? b->data : NULL;
+}
+
+fv_status fv__profile_set_plan(fv__profile *p, const char *key, const void *data, size_t n) {
+    FV_REQUIRE(p && key, FV_ERR_BAD_PARAM, "profile set plan: %s is NULL", p ? "key" : "profile");
+    int i = find_index(p, key);
+    FV_REQUIRE(i >= 0, FV_ERR_BAD_PARAM, "profile set plan: no entry for %.100s", key);
+    if (!data || n == 0) {
+        drop_plan(p, i);
+        return FV_OK;
+    }
+    FV_REQUIRE(n <= FV__PROFILE_MAX_PLAN, FV_ERR_BAD_PARAM,
+               "profile set plan: %zu bytes, more than the %zu a plan may have", n,
+               FV__PROFILE_MAX_PLAN);
+    size_t others = p->plan_bytes - (p->plan[i].data ? p->plan[i].n : 0);
+    FV_REQUIRE(n <= FV__PROFILE_MAX_PLANS - others, FV_ERR_OUT_OF_MEMORY,
+               "profile set plan: the profile's plans would pass %zu bytes", FV__PROFILE_MAX_PLANS);
+    unsigned char *copy = malloc(n);
+    FV_REQUIRE(copy, FV_ERR_OUT_OF_MEMORY, "profile set plan: out of host memory (%zu bytes)", n);
+    memcpy(copy, data, n);
+    attach_plan(p, i, copy, n);
+    return FV_OK;
 }
 
 /* ---- validation shared by load and save ----------------------------------- */
@@ -92,9 +149,10 @@ fv_status fv__profile_put(fv__profile *p, const fv__engine_choice *c) {
     FV_REQUIRE(p && c, FV_ERR_BAD_PARAM, "profile put: %s is NULL", p ? "choice" : "profile");
     const char *bad = choice_problem(c);
     FV_REQUIRE(!bad, FV_ERR_BAD_PARAM, "profile put: %s", bad);
-    fv__engine_choice *old = (fv__engine_choice *)fv__profile_find(p, c->key);
-    if (old) {
-        *old = *c;
+    int old = find_index(p, c->key);
+    if (old >= 0) {
+        p->e[old] = *c;
+        drop_plan(p, old);
         return FV_OK;
     }
     FV_REQUIRE(p->n < FV__PROFILE_MAX_ENTRIES, FV_ERR_OUT_OF_MEMORY,
@@ -105,8 +163,13 @@ fv_status fv__profile_put(fv__profile *p, const fv__engine_choice *c) {
         fv__engine_choice *e = realloc(p->e, (size_t)cap * sizeof *e);
         FV_REQUIRE(e, FV_ERR_OUT_OF_MEMORY, "profile put: out of host memory (%d entries)", cap);
         p->e = e;
+        fv__plan_blob *b = realloc(p->plan, (size_t)cap * sizeof *b);
+        FV_REQUIRE(b, FV_ERR_OUT_OF_MEMORY, "profile put: out of host memory (%d entries)", cap);
+        memset(b + p->cap, 0, (size_t)(cap - p->cap) * sizeof *b);
+        p->plan = b;
         p->cap = cap;
     }
+    p->plan[p->n] = (fv__plan_blob){NULL, 0};
     p->e[p->n++] = *c;
     return FV_OK;
 }
@@ -165,6 +228,67 @@ static bool parse_ms(const char *s, float *out) {
     return true;
 }
 
+/* ---- plan blobs: hash and base64 ----------------------------------------- */
+static uint64_t fnv1a64(const unsigned char *d, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ d[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int b64_value(unsigned char c) {
+    if ((unsigned)(c - 'A') < 26) return c - 'A';
+    if ((unsigned)(c - 'a') < 26) return c - 'a' + 26;
+    if ((unsigned)(c - '0') < 10) return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* B64_LEN(n) characters for d[0..n) into out (no NUL). */
+static void b64_encode(const unsigned char *d, size_t n, char *out) {
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3, out += 4) {
+        uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
+        out[0] = b64_chars[v >> 18];
+        out[1] = b64_chars[v >> 12 & 63];
+        out[2] = b64_chars[v >> 6 & 63];
+        out[3] = b64_chars[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0);
+        out[0] = b64_chars[v >> 18];
+        out[1] = b64_chars[v >> 12 & 63];
+        out[2] = i + 1 < n ? b64_chars[v >> 6 & 63] : '=';
+        out[3] = '=';
+    }
+}
+
+/* Decodes exactly B64_LEN(n) characters of s into out[0..n): padding only
+ * where n needs it, unused bits zero. Returns the index of the first bad
+ * character, or -1 when all is well. */
+static long b64_decode(const char *s, size_t n, unsigned char *out) {
+    size_t len = B64_LEN(n), o = 0;
+    for (size_t i = 0; i < len; i += 4) {
+        int v[4];
+        for (int k = 0; k < 4; k++) {
+            size_t at = i + (size_t)k;
+            /* the last quantum's unused positions must be '=' */
+            int pad = at >= len - (size_t)(len / 4 * 3 - n);
+            v[k] = pad ? (s[at] == '=' ? 0 : -1) : b64_value((unsigned char)s[at]);
+            if (v[k] < 0) return (long)at;
+        }
+        uint32_t w =
+            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        for (int k = 0; k < 3; k++, w <<= 8)
+            if (o < n)
+                out[o++] = (unsigned char)(w >> 16);
+            else if ((w >> 16) & 0xff)
+                return (long)(i + 3); /* non-canonical: bits left over */
+    }
+    return -1;
+}
+
 /* ---- loading -------------------------------------------------------------- */
 typedef struct loader {
     const char *path;
@@ -194,7 +318,12 @@ static fv_status read_all(loader *L, char **data, size_t *len) {
     *data = NULL;
     FILE *f = fopen(L->path, "rb");
     if (!f) return fail(L, FV_ERR_IO, "cannot open: %s", strerror(errno));
+    /* a regular file's size as the first guess: plans make profiles MBs */
+    struct stat st;
     size_t cap = 4096, n = 0;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size <= MAX_FILE_BYTES)
+        cap = (size_t)st.st_size + 1; /* + 1: the read that sees the end */
     char *buf = malloc(cap + 1);
     fv_status s = buf ? FV_OK : fail(L, FV_ERR_OUT_OF_MEMORY, "out of host memory");
     while (s == FV_OK) {
@@ -321,6 +450,50 @@ static fv_status parse_conv(loader *L, char *rest, fv__profile *out) {
     return FV_OK;
 }
 
+/* "<bytes> <hash> <base64>" (rest: after "plan "): the last entry's blob. */
+static fv_status parse_plan(loader *L, char *rest, fv__profile *out) {
+    char *sp1 = strchr(rest, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (!sp2) return fail(L, FV_ERR_FORMAT, "expected 'plan <bytes> <hash> <base64>'");
+    *sp1 = *sp2 = '\0';
+    int64_t n = 0;
+    if (!parse_i64(rest, 1, (int64_t)FV__PROFILE_MAX_PLAN, &n))
+        return fail(L, FV_ERR_FORMAT, "bad plan size '%.40s' (1..%zu bytes)", rest,
+                    FV__PROFILE_MAX_PLAN);
+    const char *hex = sp1 + 1, *data = sp2 + 1;
+    uint64_t want = 0;
+    bool hex_ok = strlen(hex) == 16;
+    for (int i = 0; hex_ok && i < 16; i++) {
+        int d = hex[i] >= '0' && hex[i] <= '9'   ? hex[i] - '0'
+                : hex[i] >= 'a' && hex[i] <= 'f' ? hex[i] - 'a' + 10
+                                                 : -1;
+        hex_ok = d >= 0;
+        want = want << 4 | (uint64_t)(d & 15);
+    }
+    if (!hex_ok) return fail(L, FV_ERR_FORMAT, "bad plan hash '%.40s' (16 hex digits)", hex);
+    size_t got = strlen(data), expect = B64_LEN((size_t)n);
+    if (got != expect)
+        return fail(L, FV_ERR_FORMAT,
+                    "a plan of %lld bytes needs %zu base64 characters, the line has %zu "
+                    "(truncated or corrupt)",
+                    (long long)n, expect, got);
+    if ((size_t)n > FV__PROFILE_MAX_PLANS - out->plan_bytes)
+        return fail(L, FV_ERR_FORMAT, "plans of more than %zu bytes in all", FV__PROFILE_MAX_PLANS);
+    unsigned char *blob = malloc((size_t)n);
+    if (!blob)
+        return fail(L, FV_ERR_OUT_OF_MEMORY, "out of host memory (%lld bytes)", (long long)n);
+    long bad = b64_decode(data, (size_t)n, blob);
+    if (bad >= 0) {
+        free(blob);
+        return fail(L, FV_ERR_FORMAT, "bad base64 at character %ld of the plan", bad + 1);
+    }
+    if (fnv1a64(blob, (size_t)n) != want) {
+        free(blob);
+        return fail(L, FV_ERR_FORMAT, "the plan's hash does not match its data: corrupt");
+    }
+    attach_plan(out, out->n - 1, blob, (size_t)n);
+    return FV_OK;
+}
+
 static fv_status check_expect(loader *L, const fv__profile *got, const fv__profile *want) {
     if (!want) return FV_OK;
     if (strcmp(got->device, want->device) != 0) {
@@ -341,10 +514,9 @@ static fv_status check_expect(loader *L, const fv__profile *got, const fv__profi
     return FV_OK;
 }
 
-/* Checks one line's bytes; NUL-terminates it. */
-static fv_status check_line(loader *L, char *s, size_t len, bool device_line) {
-    if (len >= FV__PROFILE_LINE)
-        return fail(L, FV_ERR_FORMAT, "line longer than %d bytes", FV__PROFILE_LINE - 1);
+/* Checks one line's bytes (at most max - 1); NUL-terminates it. */
+static fv_status check_line(loader *L, char *s, size_t len, size_t max, bool device_line) {
+    if (len >= max) return fail(L, FV_ERR_FORMAT, "line longer than %zu bytes", max - 1);
     if (memchr(s, '\0', len)) return fail(L, FV_ERR_FORMAT, "embedded NUL byte");
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)s[i];
@@ -362,33 +534,37 @@ static fv_status parse(loader *L, char *data, size_t len, const fv__profile *exp
         L->line = 1;
         return fail(L, FV_ERR_FORMAT, "empty file");
     }
-    bool ended = false;
+    bool ended = false, after_conv = false;
+    int version = 0;
     size_t pos = 0;
     while (pos < len) {
         L->line++;
         char *s = data + pos;
         char *nl = memchr(s, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - s) : len - pos;
-        if (!nl && n < FV__PROFILE_LINE && !memchr(s, '\0', n)) {
+        bool plan = n >= 5 && memcmp(s, "plan ", 5) == 0;
+        size_t max = plan ? PLAN_LINE_MAX : FV__PROFILE_LINE;
+        if (!nl && n < max && !memchr(s, '\0', n)) {
             if (L->line == 1 && strncmp(s, MAGIC, n < sizeof MAGIC - 1 ? n : sizeof MAGIC - 1))
                 return fail(L, FV_ERR_FORMAT, "not a fovea profile");
             return fail(L, FV_ERR_FORMAT, "no newline at the end of the file: truncated");
         }
         pos += n + 1;
         if (n > 0 && s[n - 1] == '\r') n--; /* tolerate CRLF */
-        FV_TRY(check_line(L, s, n, L->line == 2));
+        FV_TRY(check_line(L, s, n, max, L->line == 2));
         if (ended) return fail(L, FV_ERR_FORMAT, "text after the end line");
         int64_t v;
         switch (L->line) {
         case 1:
             if (strncmp(s, MAGIC " ", sizeof MAGIC) != 0)
-                return fail(L, FV_ERR_FORMAT, "not a fovea profile (expected '%s %d')", MAGIC,
+                return fail(L, FV_ERR_FORMAT, "not a fovea profile (expected '%s 1..%d')", MAGIC,
                             FV__PROFILE_VERSION);
             if (!parse_i64(s + sizeof MAGIC, 0, INT_MAX, &v))
                 return fail(L, FV_ERR_FORMAT, "bad version '%.40s'", s + sizeof MAGIC);
-            if (v != FV__PROFILE_VERSION)
-                return fail(L, FV_ERR_FORMAT, "version %lld, but this build reads version %d",
+            if (v < 1 || v > FV__PROFILE_VERSION)
+                return fail(L, FV_ERR_FORMAT, "version %lld, but this build reads versions 1 to %d",
                             (long long)v, FV__PROFILE_VERSION);
+            version = (int)v;
             continue;
         case 2:
             if (strncmp(s, "device ", 7) != 0 || !name_ok(s + 7, sizeof out->device))
@@ -408,8 +584,18 @@ static fv_status parse(loader *L, char *data, size_t len, const fv__profile *exp
             FV_TRY(check_expect(L, out, expect));
             continue;
         }
+        bool plan_may_follow = after_conv;
+        after_conv = false;
         if (strncmp(s, "conv ", 5) == 0) {
             FV_TRY(parse_conv(L, s + 5, out));
+            after_conv = true;
+        } else if (plan) {
+            if (version < 2)
+                return fail(L, FV_ERR_FORMAT, "a plan line in a version %d file (plans need 2)",
+                            version);
+            if (!plan_may_follow)
+                return fail(L, FV_ERR_FORMAT, "a plan line must follow its entry's conv line");
+            FV_TRY(parse_plan(L, s + 5, out));
         } else if (strncmp(s, "end ", 4) == 0) {
             if (!parse_i64(s + 4, 0, INT_MAX, &v))
                 return fail(L, FV_ERR_FORMAT, "bad count '%.40s' in the end line", s + 4);
@@ -418,7 +604,8 @@ static fv_status parse(loader *L, char *data, size_t len, const fv__profile *exp
                             (long long)v, out->n);
             ended = true;
         } else {
-            return fail(L, FV_ERR_FORMAT, "expected 'conv ...' or 'end N', got '%.40s'", s);
+            return fail(L, FV_ERR_FORMAT, "expected 'conv ...', 'plan ...' or 'end N', got '%.40s'",
+                        s);
         }
     }
     if (!ended) {
@@ -462,6 +649,19 @@ static int write_entry(FILE *f, const fv__engine_choice *c) {
     return fputc('\n', f) == EOF ? -1 : 0;
 }
 
+/* "plan <bytes> <hash> <base64>\n", the base64 in blocks of 4096 characters. */
+static int write_plan(FILE *f, const fv__plan_blob *b) {
+    if (fprintf(f, "plan %zu %016llx ", b->n, (unsigned long long)fnv1a64(b->data, b->n)) < 0)
+        return -1;
+    char out[4096];
+    for (size_t i = 0; i < b->n; i += 3072) {
+        size_t m = b->n - i < 3072 ? b->n - i : 3072;
+        b64_encode(b->data + i, m, out);
+        if (fwrite(out, 1, B64_LEN(m), f) != B64_LEN(m)) return -1;
+    }
+    return fputc('\n', f) == EOF ? -1 : 0;
+}
+
 static fv_status check_for_save(const char *path, const fv__profile *p) {
     FV_REQUIRE(path && p, FV_ERR_BAD_PARAM, "profile save: %s is NULL", path ? "profile" : "path");
     FV_REQUIRE(name_ok(p->device, sizeof p->device), FV_ERR_BAD_PARAM,
@@ -478,6 +678,16 @@ static fv_status check_for_save(const char *path, const fv__profile *p) {
             FV_REQUIRE(strcmp(p->e[i].key, p->e[j].key) != 0, FV_ERR_BAD_PARAM,
                        "profile save: duplicate key %s", p->e[i].key);
     }
+    size_t total = 0;
+    for (int i = 0; p->plan && i < p->n; i++) {
+        const fv__plan_blob *b = &p->plan[i];
+        FV_REQUIRE(!b->data || (b->n >= 1 && b->n <= FV__PROFILE_MAX_PLAN), FV_ERR_BAD_PARAM,
+                   "profile save: entry %d: a plan of %zu bytes", i, b->n);
+        total += b->data ? b->n : 0;
+    }
+    FV_REQUIRE(total <= FV__PROFILE_MAX_PLANS, FV_ERR_BAD_PARAM,
+               "profile save: plans of %zu bytes in all, more than %zu", total,
+               FV__PROFILE_MAX_PLANS);
     return FV_OK;
 }
 
@@ -498,10 +708,16 @@ fv_status fv__profile_save(const char *path, const fv__profile *p) {
         unlink(tmp);
         return fv__error(FV_ERR_IO, "profile %s: fdopen: %s", path, strerror(e));
     }
-    int bad = fprintf(f, "%s %d\ndevice %s\nsm %d\ncudnn %d\n", MAGIC, FV__PROFILE_VERSION,
-                      p->device, p->sm, p->cudnn) < 0;
-    for (int i = 0; i < p->n && !bad; i++)
+    /* version 1 while no entry has a plan: older builds read it */
+    int version = 1;
+    for (int i = 0; p->plan && i < p->n; i++)
+        if (p->plan[i].data) version = 2;
+    int bad = fprintf(f, "%s %d\ndevice %s\nsm %d\ncudnn %d\n", MAGIC, version, p->device, p->sm,
+                      p->cudnn) < 0;
+    for (int i = 0; i < p->n && !bad; i++) {
         bad = write_entry(f, &p->e[i]) < 0;
+        if (!bad && p->plan && p->plan[i].data) bad = write_plan(f, &p->plan[i]) < 0;
+    }
     bad = bad || fprintf(f, "end %d\n", p->n) < 0;
     bad = bad || fflush(f) != 0 || fsync(fileno(f)) != 0;
     int e = errno;

@@ -318,8 +318,8 @@ int fv__conv_gemm_candidates(fv_conv2d *op, const fv__conv_form *f, int first_on
 
 /* A candidate from a profile entry, or FV_ERR_NOT_SUPPORTED. */
 fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
-                                const fv__conv_form *forms, int nf, fv__conv_cand *out,
-                                fv__conv_legacy *l) {
+                                const fv__conv_form *forms, int nf, int use_cached,
+                                fv__conv_cand *out, fv__conv_legacy *l) {
     fv_context *ctx = op->ctx;
     cudnnHandle_t h = fv__cuda_cudnn(ctx);
     for (int i = 0; i < nf; i++) {
@@ -346,6 +346,13 @@ fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
         out->f = forms[i];
         out->choice = *e;
         out->path = e->path;
+        if (fv__conv_uses_graph(e->path) && use_cached &&
+            fv__conv_plan_cache_load(op, e, &forms[i], out) == FV_OK) {
+            snprintf(out->engine, sizeof out->engine, "eng%lld", (long long)e->engine);
+            snprintf(out->how, sizeof out->how, "profile+plan (%s, %.4f ms)", e->how,
+                     (double)e->ms);
+            return FV_OK;
+        }
         if (fv__conv_uses_graph(e->path)) {
             fv__conv_graph g;
             fv__bdesc cfg = NULL;

@@ -13,6 +13,9 @@
  * Engine choice at creation, in this order:
  *  1. the context's profile (fovea-calibrate, or earlier autotuning): the
  *     engine is rebuilt from its index and knobs, no heuristics, no timing;
+ *     a runtime-compiled engine's plan is deserialized from the entry's
+ *     cached plan instead of compiled (conv_plan_cache.c: "profile+plan"),
+ *     and compiled when that plan does not load or run;
  *  2. with FV_CONV2D_AUTOTUNE: every config of heuristics A, the fallback
  *     list and heuristics B, of each graph (graph-pw, plain, and bare +
  *     epilogue kernel), for each way of declaring the input channels (as they are,
@@ -31,7 +34,8 @@
  * FV_CONV2D_DIRECT takes the direct kernel and nothing else (and no
  * profile).
  * Each op reports which (fv_conv2d_info). The choice goes into the
- * context's profile (fv_context_profile_save).
+ * context's profile (fv_context_profile_save), with the plan of a
+ * runtime-compiled engine, serialized.
  *
  * The run path does no host work beyond the launches: variant packs are
  * cached per (input, output, workspace), and the workspace is one region of
@@ -239,8 +243,9 @@ static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const flo
 /* One run on scratch buffers at creation: CUDA loads an engine's kernels
  * lazily at their first launch (tens of ms for some), and cuDNN finishes some
  * plans then; that must not land on the first frame. Skipped (with a debug
- * message) when the pool has no room for the scratch. */
-static void warm_up(fv_conv2d *op, conv_state *st) {
+ * message) when the pool has no room for the scratch. Returns 1 when the op
+ * ran, 0 when skipped, -1 when its run failed. */
+static int warm_up(fv_conv2d *op, conv_state *st) {
     fv_context *ctx = op->ctx;
     const fv_conv2d_desc *d = &op->desc;
     fv_pool *dev = ctx->pools[FV_POOL_DEVICE];
@@ -250,15 +255,17 @@ static void warm_up(fv_conv2d *op, conv_state *st) {
     fv__bdesc vp = NULL;
     char saved[512];
     snprintf(saved, sizeof saved, "%s", fv_last_error());
+    int ran = 0;
     if (fv_pool_alloc(dev, xb, &x) == FV_OK && fv_pool_alloc(dev, yb, &y) == FV_OK &&
-        cudaMemsetAsync(x, 0, xb, fv__cuda_stream(ctx)) == cudaSuccess &&
-        (!fv__conv_uses_graph(st->c.path) ||
-         fv__conv_variant_pack(x, st->w, y,
-                               fv__conv_graph_bias(st->c.path, op->has_bias, st->b, st->c.f.kp), ws,
-                               &vp) == CUDNN_STATUS_SUCCESS) &&
-        fv__conv_run(op, &st->c, &st->l, vp, x, y, st->w, st->b, ws) == FV_OK) {
-        cudaStreamSynchronize(fv__cuda_stream(ctx));
-    } else {
+        cudaMemsetAsync(x, 0, xb, fv__cuda_stream(ctx)) == cudaSuccess) {
+        const void *gb = fv__conv_graph_bias(st->c.path, op->has_bias, st->b, st->c.f.kp);
+        int ok = !fv__conv_uses_graph(st->c.path) ||
+                 fv__conv_variant_pack(x, st->w, y, gb, ws, &vp) == CUDNN_STATUS_SUCCESS;
+        ok = ok && fv__conv_run(op, &st->c, &st->l, vp, x, y, st->w, st->b, ws) == FV_OK;
+        ok = ok && cudaStreamSynchronize(fv__cuda_stream(ctx)) == cudaSuccess;
+        ran = ok ? 1 : -1;
+    }
+    if (ran <= 0) {
         fv__log(ctx, FV_LOG_DEBUG, "conv2d: no warm-up run (%s)", fv_last_error());
         cudaStreamSynchronize(fv__cuda_stream(ctx));
         cudaGetLastError();
@@ -267,22 +274,35 @@ static void warm_up(fv_conv2d *op, conv_state *st) {
     fv_pool_free(dev, x);
     fv_pool_free(dev, y);
     fv__error(FV_OK, "%s", saved);
+    return ran;
 }
 
-static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, conv_state *st,
-                        char *why, size_t why_n);
+static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, int use_cached,
+                        conv_state *st, char *why, size_t why_n);
+static fv_status create(fv_conv2d *op, const float *weights, const float *bias, int use_cached,
+                        int *retry);
 
 fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const float *bias) {
-    fv_context *ctx = op->ctx;
-    const fv_conv2d_desc *d = &op->desc;
-    FV_REQUIRE(d->dtype == FV_DTYPE_F16, FV_ERR_NOT_SUPPORTED,
+    FV_REQUIRE(op->desc.dtype == FV_DTYPE_F16, FV_ERR_NOT_SUPPORTED,
                "conv2d: the CUDA backend runs F16 tensors (the tensor-core path); F32 is "
                "supported on the CPU backend only");
-    FV_TRY(fv__cuda_bind(ctx));
+    FV_TRY(fv__cuda_bind(op->ctx));
+    int retry = 0;
+    fv_status s = create(op, weights, bias, 1, &retry);
+    if (s == FV_OK && retry) s = create(op, weights, bias, 0, &retry);
+    return s;
+}
+
+/* The op with its plan from the profile's cache when use_cached; *retry set
+ * (and nothing made) when such a plan finalized but did not run. */
+static fv_status create(fv_conv2d *op, const float *weights, const float *bias, int use_cached,
+                        int *retry) {
+    fv_context *ctx = op->ctx;
+    const fv_conv2d_desc *d = &op->desc;
     conv_state *st = calloc(1, sizeof *st);
     FV_REQUIRE(st, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
     char why[512] = "";
-    fv_status s = choose(op, weights, bias, st, why, sizeof why);
+    fv_status s = choose(op, weights, bias, use_cached, st, why, sizeof why);
     if (s == FV_OK) s = upload_weights(op, &st->c.f, weights, bias, &st->w, &st->b);
     if (s == FV_OK) s = workspace_reserve(ctx, st->c.ws);
     if (s == FV_OK && st->c.path == FV__PATH_GEMM && fv__conv_gemm_counter_bytes(&st->c.gg)) {
@@ -295,7 +315,13 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
         st->c.gg.counters = st->counters;
     }
     op->be_state = st;
-    if (s == FV_OK) warm_up(op, st);
+    if (s == FV_OK && warm_up(op, st) < 0 && st->c.plan_cached) {
+        fv__log(ctx, FV_LOG_DEBUG, "conv2d: the cached plan of %s did not run; compiling it",
+                st->c.engine);
+        fv__cuda_conv2d_destroy(op);
+        *retry = 1;
+        return FV_OK;
+    }
     if (s != FV_OK) {
         op->be_state = st;
         fv__cuda_conv2d_destroy(op);
@@ -312,6 +338,7 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
                  (d->flags & FV_CONV2D_AUTOTUNE) ? "autotune" : "heuristics");
         fv__profile_put(ctx->profile, &e); /* a full profile only loses persistence */
     }
+    if (!st->c.plan_cached) fv__conv_plan_cache_store(op, &st->c);
     fv__log(ctx, FV_LOG_INFO, "conv2d %dx%dx%d -> %dx%dx%d (%dx%d): %s %s, %s, %s, ws %zu, %s",
             d->h, d->w, d->c, op->p, op->q, d->k, d->r, d->s, fv__engine_path_name(st->c.path),
             st->c.engine, st->c.how, st->c.f.name, st->c.ws,
@@ -319,8 +346,8 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
     return FV_OK;
 }
 
-static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, conv_state *st,
-                        char *why, size_t why_n) {
+static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, int use_cached,
+                        conv_state *st, char *why, size_t why_n) {
     fv_context *ctx = op->ctx;
     const fv_conv2d_desc *d = &op->desc;
     int tune = (d->flags & FV_CONV2D_AUTOTUNE) != 0;
@@ -345,7 +372,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
             e = NULL;
         }
         if (e) {
-            if (fv__conv_from_profile(op, e, forms, nf, &st->c, &st->l) == FV_OK) {
+            if (fv__conv_from_profile(op, e, forms, nf, use_cached, &st->c, &st->l) == FV_OK) {
                 st->ms = e->ms;
                 st->candidates = 1;
                 return FV_OK;

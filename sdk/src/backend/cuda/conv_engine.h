@@ -1,6 +1,7 @@
 /* The convolution engine's internals, shared by conv_engine.c (the op),
- * conv_graph.c (cuDNN graph API: graphs, heuristics, engine configs) and
- * conv_tune.c (autotuning). */
+ * conv_graph.c (cuDNN graph API: graphs, heuristics, engine configs),
+ * conv_cands.c (candidates), conv_plan_cache.c (plans kept in the profile)
+ * and conv_tune.c (autotuning). */
 #ifndef FOVEA_CONV_ENGINE_H
 #define FOVEA_CONV_ENGINE_H
 
@@ -37,6 +38,7 @@ typedef struct fv__conv_cand {
     fv__conv_gemm_geom gg;          /* gemm path (gg.counters: owned by whoever runs it) */
     size_t ws;
     int tensor_cores;
+    int plan_cached;          /* plan deserialized from the profile (conv_plan_cache.c) */
     fv__engine_choice choice; /* engine, knobs, cdecl: what a profile stores */
     char engine[64], how[160];
 } fv__conv_cand;
@@ -71,6 +73,12 @@ typedef struct fv__conv_graph {
     fv__bdesc conv, conv_op, pw[2], pw_op[2];
     fv__bdesc graph;
 } fv__conv_graph;
+
+/* The revision of what fv__conv_graph_build builds for an (op, form, path):
+ * plans cached in profiles are bound to it. Bump it with any change to the
+ * graphs (tensors, uids, types, strides, alignment, operations): cached
+ * plans of the old graphs are then refused and compiled anew. */
+#define FV__CONV_GRAPH_REV 1
 
 /* The graph of a path: graph (conv -> bias add -> activation, FP32
  * intermediates, FP16 bias), graph-split (the convolution alone: bias and
@@ -155,11 +163,29 @@ int fv__conv_gemm_offered(const fv_conv2d *op, const fv__conv_form *f, int *pref
  * the heuristic pick first, only it when first_only. Returns how many. */
 int fv__conv_gemm_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
                              fv__conv_cand *out, int *n, int max);
-/* The candidate a profile entry names, rebuilt without heuristics, among
- * forms[0..nf); FV_ERR_NOT_SUPPORTED when it no longer builds here. */
+/* The candidate a profile entry names (e: the context profile's entry),
+ * rebuilt without heuristics, among forms[0..nf); a graph plan from the
+ * entry's cached plan when use_cached and it loads (conv_plan_cache.c),
+ * else finalized anew. FV_ERR_NOT_SUPPORTED when it no longer builds here. */
 fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
-                                const fv__conv_form *forms, int nf, fv__conv_cand *out,
-                                fv__conv_legacy *l);
+                                const fv__conv_form *forms, int nf, int use_cached,
+                                fv__conv_cand *out, fv__conv_legacy *l);
+
+/* ---- plans cached in the profile (conv_plan_cache.c) ------------------- */
+/* Serializes c's finalized graph plan into op's profile entry (the context's
+ * profile), replacing the entry's blob, when its engine compiles at run time
+ * (cuDNN serializes only those plans). Best effort: a plan cuDNN does not
+ * serialize, a missing entry or a full profile leave no blob (debug log);
+ * fv_last_error is left as it was. */
+void fv__conv_plan_cache_store(fv_conv2d *op, const fv__conv_cand *c);
+/* The plan of entry e on form f, deserialized from e's cached blob instead of
+ * compiled: sets c->plan, c->ws, c->tensor_cores and c->plan_cached. Returns
+ * FV_ERR_NOT_SUPPORTED, with a debug log and c untouched, when e has no blob,
+ * the blob was made for another graph, cuDNN refuses it (other version, GPU,
+ * corrupt text) or its workspace is over the limit; fv_last_error is left as
+ * it was. */
+fv_status fv__conv_plan_cache_load(fv_conv2d *op, const fv__engine_choice *e,
+                                   const fv__conv_form *f, fv__conv_cand *c);
 
 /* Times candidates (warm-up, median of events) with scratch input/output
  * carved from the device pool, then the (up to 4) fastest within 10% of the
