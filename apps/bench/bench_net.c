@@ -343,6 +343,12 @@ static int parse(int argc, char **argv, bn_opts *o) {
 }
 
 /* Creates variant x's net and checks it against io (when given). */
+/* --cold: the SDK's INFO messages (each op's engine, the net's set-up times). */
+static void log_stderr(fv_log_level level, const char *msg, void *user) {
+    (void)level, (void)user;
+    fprintf(stderr, "  fovea: %s\n", msg);
+}
+
 /* One inference, launch to results on the host (wall clock). */
 static fv_status one_inference(fv_context *ctx, fv_net *net, double *ms) {
     double t0 = now_ms();
@@ -429,7 +435,9 @@ int bench_cmd_net(int argc, char **argv) {
                           .host_pool_bytes =
                               o.backend == FV_BACKEND_CPU ? (size_t)o.pool_mb << 20 : 0,
                           .workspace_limit_bytes = (size_t)o.workspace_mb << 20,
-                          .profile_path = o.profile};
+                          .profile_path = o.profile,
+                          .log = o.cold ? log_stderr : NULL,
+                          .log_level = FV_LOG_INFO};
     double tctx = now_ms();
     fv_status s = fv_context_create(&cd, &ctx);
     tctx = now_ms() - tctx;

@@ -25,9 +25,9 @@ cp "$p0" "$out/cold/p1.profile"
 args=(net --model "$model" --batch "$batch" --size "$size" --weights "$out/cold/$model.fvw"
       --io "$out/cold/${model}_n${batch}_s${size}.io.fvw" --iters 50 --warmup 10)
 echo "== 1. from $(basename "$p0") (choices only): plans compiled, profile written back"
-"$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold | grep -E "cold|created|graph |eager "
+"$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold 2>&1 | grep -E "cold|created|graph |eager |fovea: net:"
 ls -l "$out/cold/p1.profile"
 for i in 1 2 3; do
   echo "== 2.$i a new process from the written profile"
-  "$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold | grep -E "context|cold|created"
+  "$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold 2>&1 | grep -E "context|cold|created|fovea: net:"
 done

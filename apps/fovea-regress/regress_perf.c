@@ -40,6 +40,15 @@ static int prof_read(const char *path, prof *p, char *why, size_t why_n) {
     int ln = 0, end = -1, cap = 0, rc = 0;
     while (rc == 0 && fgets(line, sizeof line, f)) {
         ln++;
+        /* format 2's plan lines (a compiled cuDNN plan, base64, up to MBs):
+         * the SDK checks them; skipped here to the end of the line */
+        if (ln > 1 && strncmp(line, "plan ", 5) == 0) {
+            int ch = 0;
+            if (!strchr(line, '\n'))
+                while ((ch = fgetc(f)) != EOF && ch != '\n') {
+                }
+            continue;
+        }
         line[strcspn(line, "\r\n")] = '\0';
         int bad_byte = 0;
         for (const char *c = line; *c; c++)
@@ -51,8 +60,8 @@ static int prof_read(const char *path, prof *p, char *why, size_t why_n) {
             snprintf(why, why_n, "line %d: text after the end line", ln);
             rc = -1;
         } else if (ln == 1) {
-            if (strcmp(line, "fovea-profile 1") != 0) {
-                snprintf(why, why_n, "line 1: '%.40s' is not 'fovea-profile 1'", line);
+            if (strcmp(line, "fovea-profile 1") != 0 && strcmp(line, "fovea-profile 2") != 0) {
+                snprintf(why, why_n, "line 1: '%.40s' is not 'fovea-profile 1' or 2", line);
                 rc = -1;
             }
         } else if (strncmp(line, "device ", 7) == 0) {

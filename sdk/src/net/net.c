@@ -2,11 +2,19 @@
  * their producers, flatten into fc), in-place and alias decisions, the
  * arena plan, weights uploaded, convolutions created and bound, and the
  * optional CUDA graph. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "net_internal.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 static size_t dtype_size(fv_dtype t) {
     return t == FV_DTYPE_F32 ? 4 : 2;
@@ -438,6 +446,8 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
     f.is_output = calloc((size_t)nt + 1, 1);
     f.dead_layer = calloc((size_t)nl + 1, 1);
     fv_status s = FV_OK;
+    double t0 = now_ms(), t_plan = 0, t_build = 0, t_warm = 0, slowest = 0;
+    int slowest_i = -1;
     if (!net->layers || !net->tensors || !net->inputs || !net->outputs || !net->in_t ||
         !net->in_stage || !net->out_t || !net->out_stage || !f.producer || !f.consumers ||
         !f.is_output || !f.dead_layer) {
@@ -470,6 +480,7 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
     }
     s = make_io(net);
     if (s != FV_OK) goto done;
+    t_plan = now_ms();
     /* weights live in the DEVICE pool on CUDA, the HOST pool on the CPU backend */
     fv_pool *host = ctx->pools[FV_POOL_HOST];
     fv_pool_stats st0, st1, sh0, sh1;
@@ -477,7 +488,9 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
     fv_pool_stats_get(host, &sh0);
     for (int i = 0; i < net->nlayers; i++) {
         fv__nlayer *l = &net->layers[i];
+        double tl = now_ms();
         s = build_layer(net, l);
+        if (now_ms() - tl > slowest) slowest = now_ms() - tl, slowest_i = i;
         if (s != FV_OK) {
             char what[128];
             snprintf(what, sizeof what, "fv_net_create: %s '%s'", fv__lkind_name(l->b->kind, l->b),
@@ -489,6 +502,7 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
         if (desc && desc->progress)
             desc->progress(i + 1, net->nlayers, l->name, desc->progress_user);
     }
+    t_build = now_ms();
     fv_pool_stats_get(dev, &st1);
     fv_pool_stats_get(host, &sh1);
     net->info.weight_bytes = (st1.in_use - st0.in_use) + (sh1.in_use - sh0.in_use);
@@ -509,6 +523,7 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
         s = fv__error_prefix(s, "fv_net_create: warm-up run");
         goto done;
     }
+    t_warm = now_ms();
     if ((net->flags & FV_NET_CUDA_GRAPH) && ctx->be->graph_begin) {
         s = ctx->be->graph_begin(ctx);
         if (s == FV_OK) {
@@ -522,6 +537,12 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
         }
         net->info.cuda_graph = 1;
     }
+    fv__log(ctx, FV_LOG_INFO,
+            "net: %d layers: fusion and plan %.1f ms, weights and engines %.1f ms (slowest "
+            "'%s' %.1f ms), warm-up run %.1f ms, graph capture %.1f ms",
+            net->nlayers, t_plan - t0, t_build - t_plan,
+            slowest_i >= 0 ? net->layers[slowest_i].name : "-", slowest, t_warm - t_build,
+            now_ms() - t_warm);
 done:
     free(f.producer), free(f.consumers), free(f.is_output), free(f.dead_layer);
     return s;

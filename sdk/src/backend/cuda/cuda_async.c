@@ -87,6 +87,13 @@ fv_status fv__cuda_graph_end(fv_context *ctx, void **out) {
     cudaError_t r = FV__GRAPH_INSTANTIATE(&x, g);
     cudaGraphDestroy(g);
     FV_CUDA_TRY(r);
+    /* upload now: otherwise the first launch does it (a slower first frame) */
+    r = cudaGraphUpload(x, fv__cuda_stream(ctx));
+    if (r == cudaSuccess) r = cudaStreamSynchronize(fv__cuda_stream(ctx));
+    if (r != cudaSuccess) {
+        cudaGraphExecDestroy(x);
+        FV_CUDA_TRY(r);
+    }
     *out = x;
     return FV_OK;
 }
