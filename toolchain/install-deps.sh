@@ -23,8 +23,9 @@ done
 pkgs=(build-essential cmake pkg-config libcmocka-dev libpng-dev zlib1g-dev
       python3 python3-numpy python3-opencv openssh-server openssh-client rsync)
 # GStreamer: gst://, csi://, video files, display://, video and RTP sinks,
-# and their round-trip test.
-pkgs+=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav)
+# and their round-trip test; gstreamer1.0-x: textoverlay (the sinks' captions,
+# fovea-infer's labels).
+pkgs+=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-x)
 # Networks: the ONNX importer (protobuf-c on ONNX's onnx.proto), ONNX's node
 # conformance tests, and the models tests export and check with PyTorch
 # (CPU) and onnx; Fashion-MNIST for the trained model.

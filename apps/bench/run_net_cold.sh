@@ -7,24 +7,27 @@
 #      profile): the runtime-compiled plans are compiled, and the profile is
 #      written back with them (P1)
 #   2. three new processes: fovea-bench net --profile P1 --cold
-# Usage: apps/bench/run_net_cold.sh OUTDIR [PROFILE] [MODEL:BATCH:SIZE]
-#   PROFILE defaults to docs/bench/net_resnet18_b1_autotuned_h100.profile;
-#   the case to resnet18:1:224.
+# Usage: apps/bench/run_net_cold.sh OUTDIR [PROFILE|none] [MODEL:BATCH:SIZE]
+#   PROFILE defaults to docs/bench/net_resnet18_b1_autotuned_h100.profile
+#   (made with PyTorch's cuDNN 9.19: another cuDNN ignores it); none: step 1
+#   chooses by heuristics; the case defaults to resnet18:1:224.
+#   FV_BENCH: the fovea-bench to run (default build-torchcudnn's).
 set -uo pipefail
 out=${1:?usage: run_net_cold.sh OUTDIR [PROFILE] [MODEL:BATCH:SIZE]}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 p0=${2:-$root/docs/bench/net_resnet18_b1_autotuned_h100.profile}
 case=${3:-resnet18:1:224}
 IFS=: read -r model batch size <<<"$case"
-bench=$root/build-torchcudnn/apps/bench/fovea-bench
+bench=${FV_BENCH:-$root/build-torchcudnn/apps/bench/fovea-bench}
 py=${PYTHON:-python3}
 mkdir -p "$out/cold"
 [ -x "$bench" ] || { echo "run_net_cold: no $bench (run apps/bench/run_net_bench.sh first)"; exit 1; }
 "$py" "$root/apps/common/net_models.py" --out "$out/cold" --case "$case" >/dev/null || exit 1
-cp "$p0" "$out/cold/p1.profile"
+rm -f "$out/cold/p1.profile"
+[ "$p0" = none ] || cp "$p0" "$out/cold/p1.profile"
 args=(net --model "$model" --batch "$batch" --size "$size" --weights "$out/cold/$model.fvw"
       --io "$out/cold/${model}_n${batch}_s${size}.io.fvw" --iters 50 --warmup 10)
-echo "== 1. from $(basename "$p0") (choices only): plans compiled, profile written back"
+echo "== 1. from $(basename "$p0") (choices only, or none): plans compiled, profile written back"
 "$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold 2>&1 | grep -E "cold|created|graph |eager |fovea: net:"
 ls -l "$out/cold/p1.profile"
 for i in 1 2 3; do

@@ -16,6 +16,7 @@
 typedef struct gst_snk {
     GstElement *pipeline;
     GstElement *appsrc;
+    GstElement *caption; /* textoverlay, or NULL */
     size_t row_bytes, frame_bytes;
     uint64_t n;          /* frames pushed */
     int64_t first_ts;    /* timestamp_ns of the first frame */
@@ -28,6 +29,7 @@ typedef struct gst_snk {
 static void snk_free(gst_snk *g) {
     if (!g) return;
     if (g->appsrc) gst_object_unref(g->appsrc);
+    if (g->caption) gst_object_unref(g->caption);
     fv__gst_pipeline_free(g->pipeline);
     free(g);
 }
@@ -125,7 +127,13 @@ static fv_status close_gst(fv_sink *sink) {
     return s;
 }
 
-static const fv__sink_ops gst_sink_ops = {write_gst, close_gst};
+static fv_status set_text_gst(fv_sink *sink, const char *text) {
+    gst_snk *g = sink->impl;
+    g_object_set(g->caption, "text", text, NULL); /* the element takes it between buffers */
+    return FV_OK;
+}
+
+static const fv__sink_ops gst_sink_ops = {write_gst, close_gst, set_text_gst};
 
 /* Builds "appsrc name=src ! <tail>", sets the appsrc's caps and plays. */
 static fv_status open_appsrc(fv_sink *sink, const char *op, const char *tail, const char *location,
@@ -139,11 +147,20 @@ static fv_status open_appsrc(fv_sink *sink, const char *op, const char *tail, co
     gint num = 30, den = 1;
     gst_util_double_to_fraction(d->rate, &num, &den);
     g->period = gst_util_uint64_scale_int(GST_SECOND, den, num);
-    gchar *text = g_strdup_printf("appsrc name=src ! %s", tail);
+    /* captions: textoverlay on the raw frames, ahead of the tail */
+    int caption = d->text_overlay && fv__gst_have("textoverlay");
+    gchar *text = g_strdup_printf("appsrc name=src ! %s%s",
+                                  caption ? "videoconvert ! textoverlay name=caption "
+                                            "valignment=top halignment=left line-alignment=left "
+                                            "shaded-background=true "
+                                            "font-desc=\"Sans 18\" ! "
+                                          : "",
+                                  tail);
     fv_status s = fv__gst_parse(op, d->uri, text, &g->pipeline);
     g_free(text);
     if (s == FV_OK) {
         g->appsrc = gst_bin_get_by_name(GST_BIN(g->pipeline), "src");
+        if (caption) g->caption = gst_bin_get_by_name(GST_BIN(g->pipeline), "caption");
         GstCaps *caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING,
                                             fv__gst_format_name(d->format), "width", G_TYPE_INT,
                                             d->width, "height", G_TYPE_INT, d->height, "framerate",
@@ -173,6 +190,7 @@ static fv_status open_appsrc(fv_sink *sink, const char *op, const char *tail, co
     }
     sink->ops = &gst_sink_ops;
     sink->impl = g;
+    sink->info.text_overlay = g->caption != NULL;
     return FV_OK;
 }
 

@@ -36,6 +36,8 @@ typedef struct fv__sink_ops {
     /* frame is checked by sink.c (size, format, data). */
     fv_status (*write)(fv_sink *sink, const fv_image *frame, int64_t timestamp_ns);
     fv_status (*close)(fv_sink *sink); /* finishes and frees impl */
+    /* Optional (NULL: no captions): the caption over later frames. */
+    fv_status (*set_text)(fv_sink *sink, const char *text);
 } fv__sink_ops;
 
 struct fv_sink {

@@ -35,7 +35,10 @@ fv_status fv_sink_open(const fv_sink_desc *desc, fv_sink **out) {
         return fv__error(FV_ERR_BAD_PARAM,
                          "%s: '%s': rate %g must be in [0, 10000] and bitrate_kbps %d >= 0", op,
                          d->uri, d->rate, d->bitrate_kbps);
-    for (int i = 0; i < 8; i++)
+    if (d->text_overlay != 0 && d->text_overlay != 1)
+        return fv__error(FV_ERR_BAD_PARAM, "%s: '%s': text_overlay=%d must be 0 or 1", op, d->uri,
+                         d->text_overlay);
+    for (int i = 0; i < 7; i++)
         if (d->reserved[i])
             return fv__error(FV_ERR_BAD_PARAM, "%s: reserved[%d] must be zero", op, i);
     size_t n = scheme_len(d->uri);
@@ -98,6 +101,20 @@ fv_status fv_sink_write(fv_sink *sink, const fv_image *frame, int64_t timestamp_
     fv_status s = sink->ops->write(sink, &f, timestamp_ns);
     if (s == FV_OK) sink->info.frames++;
     return s;
+}
+
+fv_status fv_sink_set_text(fv_sink *sink, const char *text) {
+    const char *op = "sink_set_text";
+    if (!sink || !text)
+        return fv__error(FV_ERR_BAD_PARAM, "%s: %s is NULL", op, sink ? "text" : "sink");
+    if (!sink->info.text_overlay || !sink->ops->set_text)
+        return fv__error(FV_ERR_NOT_SUPPORTED,
+                         "%s: '%s' draws no captions (%s): GStreamer sinks opened with "
+                         "text_overlay draw them where the textoverlay element is installed",
+                         op, sink->desc.uri,
+                         !sink->desc.text_overlay ? "opened without text_overlay"
+                                                  : "no textoverlay here, or not a GStreamer sink");
+    return sink->ops->set_text(sink, text);
 }
 
 fv_status fv_sink_info_get(const fv_sink *sink, fv_sink_info *out) {

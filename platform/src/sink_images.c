@@ -45,7 +45,7 @@ static fv_status images_close(fv_sink *sink) {
     return FV_OK;
 }
 
-static const fv__sink_ops images_ops = {images_write, images_close};
+static const fv__sink_ops images_ops = {images_write, images_close, NULL};
 
 fv_status fv__sink_open_images(fv_sink *sink, const char *path) {
     const char *op = "sink_open";

@@ -13,7 +13,7 @@ static fv_status null_close(fv_sink *sink) {
     return FV_OK;
 }
 
-static const fv__sink_ops null_ops = {null_write, null_close};
+static const fv__sink_ops null_ops = {null_write, null_close, NULL};
 
 fv_status fv__sink_open_null(fv_sink *sink) {
     snprintf(sink->info.kind, sizeof sink->info.kind, "null");

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "io_internal.h"
+#include "source_test_items.h"
 
 #define DEFAULT_W    1280
 #define DEFAULT_H    720
@@ -31,6 +32,12 @@ typedef struct test_src {
     uint64_t dropped; /* skipped under FV_SOURCE_CAPTURE_LATEST */
     int stepx, stepy; /* pan speed, pixels per frame */
     char photo[4096];
+    /* items=N: Fashion-MNIST items painted on each frame (the canvas then
+     * stays RGB24; each window goes through scratch, RGB24, w x h) */
+    int nitems;
+    char fashion[4096];
+    fv__test_items *items;
+    fv_image scratch;
 } test_src;
 
 static int file_readable(const char *path) {
@@ -76,7 +83,7 @@ static void resize_bilinear(const fv_host_image *s, fv_image *d) {
     }
 }
 
-/* Parses "image=PATH&fps=N&frames=N" into t and *image. */
+/* Parses "image=PATH&fps=N&frames=N&items=N&fashion=PATH" into t and *image. */
 static fv_status parse_query(const char *query, test_src *t, const char **image, char *buf,
                              size_t bufsize) {
     const char *op = "source_open: test://";
@@ -106,9 +113,21 @@ static fv_status parse_query(const char *query, test_src *t, const char **image,
             if (!*v || *end || errno || n < 1)
                 return fv__error(FV_ERR_BAD_PARAM, "%s: frames=%s: must be an integer >= 1", op, v);
             t->frames = n;
+        } else if (strcmp(kv, "items") == 0) {
+            long n = strtol(v, &end, 10);
+            if (!*v || *end || errno || n < 0 || n > 8)
+                return fv__error(FV_ERR_BAD_PARAM, "%s: items=%s: must be an integer 0..8", op, v);
+            t->nitems = (int)n;
+        } else if (strcmp(kv, "fashion") == 0) {
+            if (!*v || strlen(v) >= sizeof t->fashion)
+                return fv__error(FV_ERR_BAD_PARAM, "%s: fashion= needs a path (shorter than %zu)",
+                                 op, sizeof t->fashion);
+            strcpy(t->fashion, v);
         } else {
             return fv__error(FV_ERR_BAD_PARAM,
-                             "%s: unknown query key '%s' (known: image, fps, frames)", op, kv);
+                             "%s: unknown query key '%s' (known: image, fps, frames, items, "
+                             "fashion)",
+                             op, kv);
         }
     }
     return FV_OK;
@@ -174,7 +193,17 @@ static fv_status test_capture(fv_source *src, uint32_t flags, fv_source_frame *o
     fv_image window = t->canvas;
     window.width = w, window.height = h;
     window.data = (unsigned char *)t->canvas.data + (size_t)y * t->canvas.stride + (size_t)x * bpp;
-    if (t->yuv) {
+    if (t->items) {
+        size_t row = (size_t)w * 3;
+        for (int r = 0; r < h; r++)
+            memcpy((unsigned char *)t->scratch.data + (size_t)r * row,
+                   (const unsigned char *)window.data + (size_t)r * window.stride, row);
+        fv__test_items_paint(t->items, t->next, &t->scratch);
+        if (t->frame.format == FV_PIXEL_RGB24)
+            memcpy(t->frame.data, t->scratch.data, row * (size_t)h);
+        else if ((s = fv__host_convert(&t->scratch, &t->frame)) != FV_OK)
+            return s;
+    } else if (t->yuv) {
         s = fv__host_convert(&window, &t->frame);
         if (s != FV_OK) return s;
     } else {
@@ -198,6 +227,8 @@ static void test_close(fv_source *src) {
     if (t) {
         free(t->canvas.data);
         free(t->frame.data);
+        free(t->scratch.data);
+        fv__test_items_close(t->items);
     }
     free(t);
     src->impl = NULL;
@@ -229,7 +260,7 @@ static fv_status open_canvas(fv_source *src, test_src *t, int w, int h, fv_pixel
     }
     resize_bilinear(&photo, &t->canvas);
     fv_host_image_free(&photo);
-    if (!t->yuv && f != FV_PIXEL_RGB24) {
+    if (!t->yuv && !t->nitems && f != FV_PIXEL_RGB24) {
         size_t bytes = fv_image_bytes(f, (int)cw, (int)ch);
         fv_image conv = {f,    (int)cw, (int)ch, fv_image_bytes(f, (int)cw, 1), malloc(bytes),
                          NULL, 0};
@@ -275,6 +306,12 @@ fv_status fv__source_open_test(fv_source *src, const char *query) {
         s = fv__error(FV_ERR_NOT_SUPPORTED, "%s: size %dx%d: %s needs an even %s", op, w, h,
                       fv_pixel_format_name(f), f == FV_PIXEL_NV12 ? "width and height" : "width");
     free(qbuf);
+    if (s == FV_OK && t->nitems) {
+        s = fv__test_items_open(t->fashion[0] ? t->fashion : FV_TEST_FASHION, t->nitems, &t->items);
+        t->scratch = (fv_image){FV_PIXEL_RGB24, w, h, (size_t)w * 3, NULL, NULL, 0};
+        if (s == FV_OK && !(t->scratch.data = malloc((size_t)w * 3 * (size_t)h)))
+            s = fv__error(FV_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    }
     if (s == FV_OK) s = open_canvas(src, t, w, h, f);
     if (s == FV_OK) {
         t->bytes = fv_image_bytes(f, w, h);
@@ -288,6 +325,8 @@ fv_status fv__source_open_test(fv_source *src, const char *query) {
     if (s != FV_OK) {
         free(t->canvas.data);
         free(t->frame.data);
+        free(t->scratch.data);
+        fv__test_items_close(t->items);
         free(t);
         return s;
     }
@@ -305,8 +344,8 @@ fv_status fv__source_open_test(fv_source *src, const char *query) {
         snprintf(rate, sizeof rate, "%g fps", t->rate);
     else
         snprintf(rate, sizeof rate, "unpaced");
-    snprintf(in->detail, sizeof in->detail, "moving view, %dx%d %s @ %s", w, h,
-             fv_pixel_format_name(f), rate);
+    snprintf(in->detail, sizeof in->detail, "moving view%s, %dx%d %s @ %s",
+             t->nitems ? " with Fashion-MNIST items" : "", w, h, fv_pixel_format_name(f), rate);
     in->format = f;
     in->width = w;
     in->height = h;

@@ -309,6 +309,36 @@ static void test_csi_absent(void **state) {
     FV_ASSERT_STATUS(fv_source_open(&d, &src), FV_ERR_BAD_PARAM, "front");
 }
 
+/* A video sink asked for captions draws them where textoverlay exists
+ * (info.text_overlay 1, set_text works between frames) and refuses them
+ * otherwise; the video is written either way. */
+static void test_sink_captions(void **state) {
+    (void)state;
+    char uri[300];
+    snprintf(uri, sizeof uri, "file://%s", tmp_file("caption.mkv"));
+    fv_sink_desc d = {
+        .uri = uri, .width = 64, .height = 48, .format = FV_PIXEL_RGB24, .text_overlay = 1};
+    fv_sink *sink = NULL;
+    FV_ASSERT_OK(fv_sink_open(&d, &sink));
+    fv_sink_info info;
+    FV_ASSERT_OK(fv_sink_info_get(sink, &info));
+    unsigned char px[64 * 48 * 3];
+    memset(px, 90, sizeof px);
+    fv_image f = {.format = FV_PIXEL_RGB24, .width = 64, .height = 48, .data = px};
+    for (int i = 0; i < 6; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "frame %d\nSneaker 0.9", i);
+        if (info.text_overlay)
+            FV_ASSERT_OK(fv_sink_set_text(sink, text));
+        else
+            FV_ASSERT_STATUS(fv_sink_set_text(sink, text), FV_ERR_NOT_SUPPORTED, "captions");
+        FV_ASSERT_OK(fv_sink_write(sink, &f, 0));
+    }
+    FV_ASSERT_OK(fv_sink_close(sink));
+    printf("captions: %s\n", info.text_overlay ? "textoverlay" : "no textoverlay installed");
+    unlink(tmp_file("caption.mkv"));
+}
+
 static void test_sink_checks(void **state) {
     (void)state;
     char uri[300];
@@ -392,7 +422,8 @@ int main(void) {
         cmocka_unit_test(test_rtp_loopback),   cmocka_unit_test(test_bad_pipeline),
         cmocka_unit_test(test_missing_video),  cmocka_unit_test(test_no_display),
         cmocka_unit_test(test_csi_absent),     cmocka_unit_test(test_sink_checks),
-        cmocka_unit_test(test_capture_latest), cmocka_unit_test(test_convert_nv12),
+        cmocka_unit_test(test_sink_captions),  cmocka_unit_test(test_capture_latest),
+        cmocka_unit_test(test_convert_nv12),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     /* GStreamer keeps its registry and types until gst_deinit; freeing them

@@ -33,6 +33,11 @@ static void put(fv_context *ctx, fv_tensor *t, const float *v, size_t n) {
 }
 
 /* ---- classification --------------------------------------------------------- */
+/* aarch64-linux-gnu-gcc 12 crashes vectorizing this reference (an internal
+ * compiler error in vect_transform_reduction): keep it scalar. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__aarch64__)
+__attribute__((optimize("no-tree-vectorize"), noinline))
+#endif
 static void check_topk(const float *x, int C, int k, int softmax, int f16,
                        const fv_class_score *got) {
     double mx = -INFINITY, sum = 0;

@@ -157,6 +157,29 @@ static void null_sink(void **state) {
     assert_int_equal(fv_sink_close(NULL), FV_OK);
 }
 
+/* Captions (fv_sink_set_text): refused, with the reason, by sinks that
+ * draw none (null://, images), whether asked for or not. */
+static void captions(void **state) {
+    (void)state;
+    fv_sink *s = NULL;
+    fv_sink_desc d = {
+        .uri = "null://", .width = W, .height = H, .format = FV_PIXEL_RGB24, .text_overlay = 2};
+    FV_ASSERT_STATUS(fv_sink_open(&d, &s), FV_ERR_BAD_PARAM, "text_overlay=2");
+    assert_null(s);
+    d.text_overlay = 1;
+    FV_ASSERT_OK(fv_sink_open(&d, &s));
+    fv_sink_info info;
+    FV_ASSERT_OK(fv_sink_info_get(s, &info));
+    assert_int_equal(info.text_overlay, 0);
+    FV_ASSERT_STATUS(fv_sink_set_text(s, "Sneaker 0.91"), FV_ERR_NOT_SUPPORTED, "no captions");
+    FV_ASSERT_STATUS(fv_sink_set_text(s, NULL), FV_ERR_BAD_PARAM, "text is NULL");
+    FV_ASSERT_OK(fv_sink_close(s));
+    FV_ASSERT_STATUS(fv_sink_set_text(NULL, "x"), FV_ERR_BAD_PARAM, "sink is NULL");
+    s = open_sink(tmp_path("cap_%03d.png"), FV_PIXEL_RGB24);
+    FV_ASSERT_STATUS(fv_sink_set_text(s, "x"), FV_ERR_NOT_SUPPORTED, "without text_overlay");
+    FV_ASSERT_OK(fv_sink_close(s));
+}
+
 static void open_errors(void **state) {
     (void)state;
     fv_sink *s = (fv_sink *)0x1;
@@ -240,6 +263,7 @@ int main(void) {
         cmocka_unit_test(numbered_png), cmocka_unit_test(strided_gray_png),
         cmocka_unit_test(single_jpeg),  cmocka_unit_test(null_sink),
         cmocka_unit_test(open_errors),  cmocka_unit_test(write_errors),
+        cmocka_unit_test(captions),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 #include "fovea/platform/image_io.h"
 #include "fovea/platform/source.h"
 
@@ -470,6 +471,65 @@ static void test_query(void **state) {
     assert_null(bad);
 }
 
+/* test://?items=N over a small idx file written here: the items change the
+ * frames, deterministically, in every format; bad values are refused. */
+static void write_idx(const char *path, int bad) {
+    gzFile f = gzopen(path, "wb");
+    assert_non_null(f);
+    unsigned char head[16] = {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 28, 0, 0, 0, bad ? 27 : 28};
+    unsigned char pix[2 * 28 * 28];
+    for (int i = 0; i < 2 * 28 * 28; i++)
+        pix[i] = (i / 28) % 28 > 6 && (i / 28) % 28 < 22 ? 250 : 0; /* a bar */
+    assert_int_equal(gzwrite(f, head, sizeof head), (int)sizeof head);
+    assert_int_equal(gzwrite(f, pix, sizeof pix), (int)sizeof pix);
+    gzclose(f);
+}
+
+static void test_items(void **state) {
+    (void)state;
+    const char *idx = tmp_path("items.idx.gz");
+    write_idx(idx, 0);
+    char uri[1200];
+    snprintf(uri, sizeof uri, "test://?fps=0&items=2&fashion=%s", idx);
+    fv_source_frame f, g;
+    fv_source *plain =
+        open_src(&(fv_source_desc){.uri = "test://?fps=0", .width = 64, .height = 48});
+    fv_source *a = open_src(&(fv_source_desc){.uri = uri, .width = 64, .height = 48});
+    fv_source *b = open_src(&(fv_source_desc){.uri = uri, .width = 64, .height = 48});
+    for (int i = 0; i < 3; i++) {
+        FV_ASSERT_OK(fv_source_capture(plain, 0, &f));
+        FV_ASSERT_OK(fv_source_capture(a, 0, &g));
+        size_t differ = 0;
+        for (size_t k = 0; k < 64 * 48 * 3; k++)
+            differ += ((unsigned char *)f.image.data)[k] != ((unsigned char *)g.image.data)[k];
+        assert_true(differ > 64 * 48 * 3 / 20); /* two items of 19 x 19 pixels */
+        FV_ASSERT_OK(fv_source_capture(b, 0, &f));
+        assert_memory_equal(f.image.data, g.image.data, 64 * 48 * 3);
+    }
+    fv_source_info info;
+    FV_ASSERT_OK(fv_source_info_get(a, &info));
+    assert_non_null(strstr(info.detail, "Fashion-MNIST items"));
+    fv_source_close(plain), fv_source_close(a), fv_source_close(b);
+    for (int fi = 0; fi < 3; fi++) {
+        const fv_pixel_format fmts[3] = {FV_PIXEL_NV12, FV_PIXEL_GRAY8, FV_PIXEL_RGBA32};
+        a = open_src(&(fv_source_desc){.uri = uri, .width = 64, .height = 48, .format = fmts[fi]});
+        FV_ASSERT_OK(fv_source_capture(a, 0, &f));
+        assert_int_equal(f.image.format, fmts[fi]);
+        fv_source_close(a);
+    }
+    fv_source *bad = NULL;
+    FV_ASSERT_STATUS(fv_source_open(&(fv_source_desc){.uri = "test://?items=9"}, &bad),
+                     FV_ERR_BAD_PARAM, "items=9");
+    FV_ASSERT_STATUS(
+        fv_source_open(&(fv_source_desc){.uri = "test://?items=1&fashion=/nonexistent/i.gz"}, &bad),
+        FV_ERR_IO, "/nonexistent/i.gz");
+    write_idx(idx, 1);
+    FV_ASSERT_STATUS(fv_source_open(&(fv_source_desc){.uri = uri}, &bad), FV_ERR_FORMAT,
+                     "28x28 idx");
+    assert_null(bad);
+    unlink(idx);
+}
+
 /* ---- fv__host_convert ---------------------------------------------------- */
 static void convert(void **state) {
     (void)state;
@@ -558,6 +618,7 @@ int main(void) {
         cmocka_unit_test(sequence),          cmocka_unit_test(test_default),
         cmocka_unit_test(test_formats),      cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_query),        cmocka_unit_test(convert),
+        cmocka_unit_test(test_items),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

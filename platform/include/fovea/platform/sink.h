@@ -35,7 +35,12 @@ typedef struct fv_sink_desc {
     int bitrate_kbps;       /* H.264 encoders; 0 means 8000 */
     fv_log_fn log;          /* NULL: messages dropped */
     void *log_user;
-    uint32_t reserved[8]; /* must be zero */
+    /* 1: draw a caption over the frames (fv_sink_set_text) where the sink
+     * can: GStreamer sinks (display, video, RTP) with the textoverlay
+     * element (gst-plugins-base's pango plugin). fv_sink_info.text_overlay
+     * says whether it does. 0: no caption. */
+    int text_overlay;
+    uint32_t reserved[7]; /* must be zero */
 } fv_sink_desc;
 
 typedef struct fv_sink_info {
@@ -43,7 +48,8 @@ typedef struct fv_sink_info {
     char name[256];   /* path, host:port, display */
     char detail[256]; /* e.g. the encoder element, "PNG" */
     uint64_t frames;  /* frames written so far */
-    uint32_t reserved[8];
+    int text_overlay; /* 1: fv_sink_set_text draws its caption on the frames */
+    uint32_t reserved[7];
 } fv_sink_info;
 
 /* Opens the sink. Returns FV_ERR_BAD_PARAM (NULL, malformed URI, size,
@@ -58,6 +64,13 @@ fv_status fv_sink_open(const fv_sink_desc *desc, fv_sink **out);
  * disk full, peer gone), FV_ERR_END_OF_STREAM (the display window was
  * closed). */
 fv_status fv_sink_write(fv_sink *sink, const fv_image *frame, int64_t timestamp_ns);
+
+/* The caption drawn over the frames written from now on (top left, shaded
+ * background; lines split at '\n'), until the next call; "" clears it.
+ * text is copied. Returns FV_ERR_BAD_PARAM (NULL), FV_ERR_NOT_SUPPORTED
+ * (the sink draws no captions: opened without desc.text_overlay, an image,
+ * null or a GStreamer sink without textoverlay; info.text_overlay is 0). */
+fv_status fv_sink_set_text(fv_sink *sink, const char *text);
 
 /* Fills *out. FV_ERR_BAD_PARAM for NULL. */
 fv_status fv_sink_info_get(const fv_sink *sink, fv_sink_info *out);

@@ -9,7 +9,10 @@
  *   file://frames_%04d.png    an image sequence (printf index from 0, or 1)
  *   file://clip.mp4 (.mkv, .avi, .mov, .webm)   a video through decodebin
  *   test://                   a moving view over a bundled real photo, any
- *                             size and rate (test://?image=PATH for another)
+ *                             size and rate (test://?image=PATH for another;
+ *                             ?fps=N, 0 unpaced; ?frames=N; ?items=N: N (0..8)
+ *                             Fashion-MNIST items gliding over it, from
+ *                             Debian's dataset-fashion-mnist or ?fashion=PATH)
  * A URI without a scheme is a file path; /dev/video* is v4l2.
  *
  * Frames are host memory owned by the source, valid until the next capture

@@ -1,0 +1,190 @@
+/* fovea-infer: shared declarations of the program's parts.
+ *   main.c     options and set-up
+ *   loop.c     the tick loop: newest frames -> one batch -> results -> sinks
+ *   capture.c  one capture thread per input: the newest frame of each camera
+ *              in a small mailbox of frame buffers
+ *   model.c    the model (ONNX importer), its task, labels and ops
+ *   report.c   status lines, JSON and the summary */
+#ifndef FOVEA_INFER_H
+#define FOVEA_INFER_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "fovea/fovea.h"
+#include "fovea/platform/sink.h"
+#include "fovea/platform/source.h"
+
+#define PROG        "fovea-infer"
+#define MAX_CAMERAS 16
+#define SLOTS       2 /* ticks in flight: the GPU runs tick n while tick n-1 goes to the sinks */
+#define MAILBOX     (SLOTS + 2) /* frame buffers per camera: held by slots, ready, being written */
+#define MAX_LABELS  4096
+
+typedef enum infer_task { TASK_AUTO = 0, TASK_CLASSIFY = 1, TASK_SEGMENT = 2 } infer_task;
+
+typedef struct options {
+    const char *model;
+    int model_given;
+    infer_task task;
+    const char *labels;
+    float mean[3], std[3];
+    int mean_n, std_n, norm_given;
+    int in_w, in_h; /* --input-size, 0: the model's */
+    int batch;      /* 0: the number of inputs */
+    const char *inputs[MAX_CAMERAS];
+    int ninputs;
+    const char *outputs[MAX_CAMERAS];
+    int noutputs;
+    int width, height; /* requested camera size, 0: the source's */
+    double rate;
+    fv_pixel_format in_format;
+    fv_backend backend;
+    fv_resize_fit fit;
+    int top;       /* classes shown per camera */
+    float alpha;   /* segmentation overlay opacity */
+    int mask_only; /* segmentation: the colours alone */
+    long frames;   /* ticks; 0: until the inputs end */
+    double duration;
+    int stall_ms; /* a camera without a frame this long is reported stalled */
+    int wait_ms;  /* longest a tick waits for the slower cameras */
+    int loop, reconnect, json, quiet, cuda_graph;
+    int low_latency; /* one tick in flight: each finishes before the next is gathered */
+    const char *profile;
+    int bitrate;
+} options;
+
+/* ---- capture.c ------------------------------------------------------------------ */
+enum { BUF_FREE, BUF_WRITING, BUF_READY, BUF_HELD };
+
+typedef struct camera {
+    int index; /* batch item */
+    const char *uri;
+    fv_source *src;
+    fv_source_info info;
+    fv_frame_buffer *buf[MAILBOX];
+    fv_image host[MAILBOX], dev[MAILBOX]; /* views of buf */
+    size_t bytes;
+    int lossless; /* a file: every frame is taken (the thread waits), none dropped */
+    /* shared with the capture thread, under capture_lock */
+    int state[MAILBOX];
+    int64_t ts[MAILBOX];
+    int ready;  /* newest READY buffer, or -1 */
+    int ended;  /* the thread stopped: end of stream or an error */
+    int failed; /* ended by an error (not a plain end of stream) */
+    char end_msg[256];
+    int64_t last_ns;   /* when the last frame arrived (or the thread started) */
+    int64_t period_ns; /* between frames, averaged; 0 until two have come */
+    uint64_t captured, overwritten, source_dropped;
+    int waiting; /* reconnect: the camera is gone and waited for */
+    /* main thread */
+    int stalled;
+    pthread_t thread;
+    int started;
+    fv_sink *sink;
+    fv_sink_info sink_info;
+} camera;
+
+/* Opens the source of c->uri (the options' size, rate, format, loop,
+ * reconnect) and fills c->info. 0, or -1 after printing why. */
+int capture_open(const options *o, camera *c, fv_log_fn log, void *log_user);
+/* Makes the camera's mailbox of frame buffers on ctx. 0, or -1 after printing why. */
+int capture_buffers(camera *c, fv_context *ctx);
+/* Starts the capture threads of cams[0..n-1]. 0, or -1 after printing why. */
+int capture_start(camera *cams, int n);
+/* Asks the threads to stop and joins them. */
+void capture_stop(camera *cams, int n);
+/* Frees what capture_open and capture_buffers made (after capture_stop). */
+void capture_close(camera *c);
+
+/* Under the capture lock (main thread). */
+void capture_lock(void);
+void capture_unlock(void);
+/* Wakes the capture threads (locked; after frames were taken). */
+void capture_signal(void);
+/* Waits (locked) until a frame arrives or the time passes; 0 on timeout. */
+int capture_wait(int ms);
+int64_t now_ns(void);
+
+/* ---- model.c ---------------------------------------------------------------------- */
+typedef struct model {
+    fv_net *net;
+    infer_task task;
+    int n, c, h, w;     /* the input */
+    int on, oc, oh, ow; /* output 0 */
+    char labels[MAX_LABELS][48];
+    int nlabels;
+    fv_classify *top[SLOTS];
+    fv_segment *seg;
+    size_t weight_bytes;
+    char desc[256]; /* one line: layers, sizes */
+} model;
+
+/* The default model and labels (the repository's Fashion-MNIST net). */
+const char *model_default_path(void);
+/* Loads o->model with batch b on ctx, decides the task, reads labels and
+ * makes the post-processing ops. 0, or -1 after printing why. */
+int model_load(const options *o, int batch, fv_context *ctx, model *m);
+void model_free(model *m);
+/* Class k's name. */
+const char *model_label(const model *m, int k);
+
+/* ---- loop.c ------------------------------------------------------------------------ */
+typedef struct app {
+    const options *o;
+    fv_context *ctx;
+    fv_context_info ci;
+    model *m;
+    camera *cams;
+    int n;
+    fv_preprocess_desc pd;
+    fv_region region[MAX_CAMERAS]; /* of the net input each camera's frame fills */
+    /* what goes to camera i's sink: segmentation overlays, or (classification
+     * of a YUV camera) its frame converted to RGB24 through conv[i] */
+    fv_frame_buffer *out[SLOTS][MAX_CAMERAS];
+    fv_image out_host[SLOTS][MAX_CAMERAS], out_dev[SLOTS][MAX_CAMERAS];
+    fv_tensor *conv[MAX_CAMERAS];
+    fv_timer *timer[SLOTS];
+    /* ticks in flight */
+    int busy[SLOTS];
+    int taken[SLOTS][MAX_CAMERAS], held[SLOTS][MAX_CAMERAS];
+    int64_t ts[SLOTS][MAX_CAMERAS];
+    struct stats *st;
+} app;
+
+/* Runs ticks until the frames, the duration, the inputs or a signal end
+ * them. *end says why; returns 0, or 1 after printing an error. */
+int loop_run(app *a, volatile sig_atomic_t *stop, const char **end);
+
+/* ---- report.c --------------------------------------------------------------------- */
+#define LAT_SAMPLES 65536
+
+typedef struct cam_stats {
+    long frames, window_frames;
+    fv_class_score top[FV_CLASSIFY_MAX_K];
+    int have_top;
+} cam_stats;
+
+typedef struct stats stats;
+struct stats {
+    long ticks, window_ticks;
+    double stage[5], window_stage[5]; /* ms sums: upload, pre, net, post, download */
+    float lat[LAT_SAMPLES], wlat[LAT_SAMPLES];
+    long nlat, nwlat;
+    uint64_t rng;
+    cam_stats cam[MAX_CAMERAS];
+};
+
+void stats_latency(stats *s, float ms);
+/* One status line (text to stderr, or a JSON object to stdout) over the
+ * window since the last one, which is then reset. */
+void report_status(const options *o, const model *m, camera *cams, int n, stats *s, double secs,
+                   double t);
+/* The summary at the end. */
+void report_summary(const options *o, const model *m, camera *cams, int n, stats *s, double secs,
+                    const char *end, int ok, const fv_context_info *ci, long allocs);
+/* Writes s as a JSON string (quotes and escapes). */
+void json_string(FILE *f, const char *s);
+
+#endif

@@ -1,0 +1,261 @@
+/* fovea-infer: the tick loop. Each tick takes the newest frame of every
+ * camera that has one (waiting a little for the slower ones, never for a
+ * stalled one), queues its GPU work (uploads, one pre-processing kernel
+ * per camera into its batch item, one forward of the whole batch, the
+ * post-processing, downloads), then finishes the previous tick (its
+ * results to the sinks) while the GPU runs this one. Nothing is allocated:
+ * every buffer was made at set-up. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "infer.h"
+
+enum { M_START, M_UP, M_PRE, M_NET, M_POST, M_DOWN, M_COUNT };
+
+/* A failed SDK call: the message, and 1. */
+static int failed(const char *what, int cam) {
+    if (cam >= 0)
+        fprintf(stderr, PROG ": %s (input %d): %s\n", what, cam, fv_last_error());
+    else
+        fprintf(stderr, PROG ": %s: %s\n", what, fv_last_error());
+    return 1;
+}
+
+/* Whether the tick should wait for camera w (live, not stalled, no frame
+ * yet) when cameras with frames are ready: yes unless w is clearly slower
+ * (its period over 1.5x the fastest ready camera's) and not due before
+ * that camera's next frame; then w joins a later tick, and the fast
+ * cameras keep their rate. */
+static int worth_waiting(const camera *w, int64_t ready_period, int64_t ready_next) {
+    if (!w->period_ns || !ready_period) return 1;
+    if (2 * w->period_ns <= 3 * ready_period) return 1;
+    return w->last_ns + w->period_ns <= ready_next;
+}
+
+/* Takes the READY frame of every camera that has one into slot s, after
+ * waiting (at most wait_ms once one is ready) for the live cameras worth
+ * waiting for. Returns the number taken; *all_ended when every input has
+ * ended and nothing is left. */
+static int gather(app *a, int s, volatile sig_atomic_t *stop, int *all_ended) {
+    const options *o = a->o;
+    int64_t first_ready = 0;
+    *all_ended = 0;
+    capture_lock();
+    for (;;) {
+        int64_t now = now_ns(), ready_period = INT64_MAX, ready_next = INT64_MAX;
+        int any = 0, live = 0, wait = 0;
+        for (int i = 0; i < a->n; i++) {
+            camera *c = &a->cams[i];
+            if (c->ended) continue;
+            live++;
+            c->stalled = now - c->last_ns > (int64_t)o->stall_ms * 1000000;
+        }
+        for (int i = 0; i < a->n; i++) {
+            const camera *c = &a->cams[i];
+            if (c->ready < 0) continue;
+            any++;
+            if (c->period_ns && c->period_ns < ready_period) ready_period = c->period_ns;
+            if (c->period_ns && c->last_ns + c->period_ns < ready_next)
+                ready_next = c->last_ns + c->period_ns;
+        }
+        if (ready_period == INT64_MAX) ready_period = 0;
+        for (int i = 0; i < a->n; i++) {
+            const camera *c = &a->cams[i];
+            if (!c->ended && !c->stalled && c->ready < 0)
+                wait |= worth_waiting(c, ready_period, ready_next);
+        }
+        if (any && !first_ready) first_ready = now;
+        if (!live && !any) {
+            *all_ended = 1;
+            break;
+        }
+        if (*stop || (any && !wait)) break;
+        if (any && now - first_ready >= (int64_t)o->wait_ms * 1000000) break;
+        capture_wait(any ? 1 : 20);
+    }
+    int taken = 0;
+    for (int i = 0; i < a->n; i++) {
+        camera *c = &a->cams[i];
+        a->taken[s][i] = c->ready >= 0;
+        if (!a->taken[s][i]) continue;
+        a->held[s][i] = c->ready;
+        a->ts[s][i] = c->ts[c->ready];
+        c->state[c->ready] = BUF_HELD;
+        c->ready = -1;
+        taken++;
+    }
+    capture_signal(); /* file inputs wait for their frame to be taken */
+    capture_unlock();
+    return taken;
+}
+
+/* Queues slot s's work on the context's stream. */
+static int queue_tick(app *a, int s) {
+    fv_context *ctx = a->ctx;
+    model *m = a->m;
+    fv_timer *t = a->timer[s];
+    if (fv_timer_mark(t, M_START) != FV_OK) return failed("timer", -1);
+    for (int i = 0; i < a->n; i++)
+        if (a->taken[s][i] && fv_frame_buffer_upload(ctx, a->cams[i].buf[a->held[s][i]]) != FV_OK)
+            return failed("upload", i);
+    fv_timer_mark(t, M_UP);
+    fv_tensor *input = fv_net_input(m->net, 0);
+    for (int i = 0; i < a->n; i++) {
+        if (!a->taken[s][i]) continue;
+        const fv_image *frame = &a->cams[i].dev[a->held[s][i]];
+        if (fv_preprocess(ctx, frame, input, a->cams[i].index, &a->pd) != FV_OK)
+            return failed("pre-processing", i);
+    }
+    fv_timer_mark(t, M_PRE);
+    if (fv_net_forward(m->net) != FV_OK) return failed("forward", -1);
+    fv_timer_mark(t, M_NET);
+    fv_tensor *out = fv_net_output(m->net, 0);
+    if (m->task == TASK_CLASSIFY && fv_classify_run(m->top[s], out) != FV_OK)
+        return failed("classification", -1);
+    for (int i = 0; i < a->n; i++) {
+        if (!a->taken[s][i] || !a->out[s][i]) continue;
+        const fv_image *frame = &a->cams[i].dev[a->held[s][i]];
+        if (m->task == TASK_SEGMENT) {
+            if (fv_segment_run(m->seg, out, a->cams[i].index, &a->region[i],
+                               a->o->mask_only ? NULL : frame, &a->out_dev[s][i]) != FV_OK)
+                return failed("segmentation", i);
+        } else if (fv_image_pack(ctx, frame, a->conv[i], NULL) != FV_OK ||
+                   fv_image_unpack(ctx, a->conv[i], &a->out_dev[s][i], NULL) != FV_OK) {
+            return failed("frame to RGB", i);
+        }
+    }
+    fv_timer_mark(t, M_POST);
+    for (int i = 0; i < a->n; i++)
+        if (a->taken[s][i] && a->out[s][i] && fv_frame_buffer_download(ctx, a->out[s][i]) != FV_OK)
+            return failed("download", i);
+    if (fv_timer_mark(t, M_DOWN) != FV_OK) return failed("timer", -1);
+    a->busy[s] = 1;
+    return 0;
+}
+
+/* Camera i's classes as the caption of its next output frame. */
+static void caption(app *a, int i) {
+    char text[512];
+    size_t n = 0;
+    const cam_stats *cs = &a->st->cam[i];
+    for (int k = 0; k < a->o->top && n < sizeof text; k++)
+        n += (size_t)snprintf(text + n, sizeof text - n, "%s%s %.2f", k ? "\n" : "",
+                              model_label(a->m, cs->top[k].index), (double)cs->top[k].score);
+    (void)fv_sink_set_text(a->cams[i].sink, text); /* a caption that fails is no reason to stop */
+}
+
+/* Waits for slot s's work, reads its results and writes its frames to the
+ * sinks. 0, 1 after an error, 2 when a display window was closed. */
+static int finish_tick(app *a, int s) {
+    stats *st = a->st;
+    model *m = a->m;
+    float ms[M_COUNT - 1];
+    for (int k = 0; k < M_COUNT - 1; k++)
+        if (fv_timer_elapsed(a->timer[s], k, k + 1, &ms[k]) != FV_OK) {
+            a->busy[s] = 0;
+            return failed("waiting for the GPU", -1);
+        }
+    for (int k = 0; k < M_COUNT - 1; k++)
+        st->stage[k] += ms[k], st->window_stage[k] += ms[k];
+    st->ticks++, st->window_ticks++;
+    int rc = 0;
+    for (int i = 0; i < a->n && rc == 0; i++) {
+        if (!a->taken[s][i]) continue;
+        camera *c = &a->cams[i];
+        cam_stats *cs = &st->cam[i];
+        if (m->task == TASK_CLASSIFY) {
+            if (fv_classify_result(m->top[s], c->index, cs->top, a->o->top) != FV_OK)
+                rc = failed("classification result", i);
+            cs->have_top = 1;
+        }
+        if (c->sink && rc == 0 && m->task == TASK_CLASSIFY && c->sink_info.text_overlay)
+            caption(a, i);
+        if (c->sink && rc == 0) {
+            const fv_image *img = a->out[s][i] ? &a->out_host[s][i] : &c->host[a->held[s][i]];
+            fv_status w = fv_sink_write(c->sink, img, a->ts[s][i]);
+            if (w == FV_ERR_END_OF_STREAM) {
+                rc = 2;
+            } else if (w != FV_OK) {
+                fprintf(stderr, PROG ": output %s: %s\n", c->sink_info.name, fv_last_error());
+                rc = 1;
+            }
+        }
+        stats_latency(st, (float)((double)(now_ns() - a->ts[s][i]) * 1e-6));
+        cs->frames++, cs->window_frames++;
+    }
+    capture_lock(); /* the frames go back to their mailboxes */
+    for (int i = 0; i < a->n; i++)
+        if (a->taken[s][i]) a->cams[i].state[a->held[s][i]] = BUF_FREE;
+    capture_unlock();
+    a->busy[s] = 0;
+    return rc;
+}
+
+static int any_ready(app *a) {
+    int any = 0;
+    capture_lock();
+    for (int i = 0; i < a->n; i++)
+        any |= a->cams[i].ready >= 0;
+    capture_unlock();
+    return any;
+}
+
+static double now_s(void) {
+    return (double)now_ns() * 1e-9;
+}
+
+int loop_run(app *a, volatile sig_atomic_t *stop, const char **end) {
+    const options *o = a->o;
+    double t0 = now_s(), last = t0;
+    long ticks = 0;
+    int rc = 0, prev = -1;
+    *end = "done";
+    while (rc == 0) {
+        if (*stop) {
+            *end = "interrupted";
+            break;
+        }
+        if (o->frames && ticks >= o->frames) {
+            *end = "frames done";
+            break;
+        }
+        if (o->duration && now_s() - t0 >= o->duration) {
+            *end = "duration reached";
+            break;
+        }
+        /* no frame waiting: the cameras are slower than the GPU, so finish the
+         * tick in flight now rather than after the next frame (latency) */
+        if (prev >= 0 && !any_ready(a)) {
+            rc = finish_tick(a, prev);
+            prev = -1;
+            if (rc != 0) break;
+        }
+        int s = (int)(ticks % SLOTS), all_ended = 0;
+        int taken = gather(a, s, stop, &all_ended);
+        if (all_ended) {
+            *end = "inputs ended";
+            break;
+        }
+        if (taken == 0) continue; /* interrupted while waiting */
+        if ((rc = queue_tick(a, s)) != 0) break;
+        ticks++;
+        if (prev >= 0) rc = finish_tick(a, prev);
+        prev = s;
+        if (o->low_latency && rc == 0) {
+            rc = finish_tick(a, s);
+            prev = -1;
+        }
+        double now = now_s();
+        if (now - last >= 1.0) {
+            if (!o->quiet) report_status(o, a->m, a->cams, a->n, a->st, now - last, now - t0);
+            last = now;
+        }
+    }
+    if (rc == 2) *end = "output closed", rc = 0;
+    for (int s = 0; s < SLOTS; s++) /* the tick still in flight */
+        if (a->busy[s]) {
+            int r = finish_tick(a, s);
+            if (rc == 0 && r == 1) rc = 1;
+        }
+    return rc;
+}

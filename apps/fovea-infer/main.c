@@ -1,0 +1,492 @@
+/* fovea-infer: live camera frames through an imported CNN. Several inputs
+ * (cameras, files, GStreamer pipelines, test://) run as one batch: each tick
+ * takes the newest frame of every input, pre-processes each straight into
+ * its batch item of the net's input (one kernel), runs the net once and
+ * post-processes the batch (top-K classes, or segmentation masks blended
+ * over each frame), routing every camera's result to its own output, with a
+ * live status line once a second and a summary at the end. */
+#define _POSIX_C_SOURCE 200809L /* strcasecmp, stat */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include "infer.h"
+#include "fv_cli.h"
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void usage(FILE *f) {
+    fprintf(
+        f,
+        "usage: " PROG " [--model M.onnx] [options] [--input URI ...] [OUTPUT_URI ...]\n"
+        "Runs an ONNX model (fovea's importer) on live frames: every tick takes the newest frame\n"
+        "of each --input, runs them as one batch on the GPU's tensor cores (or the CPU backend)\n"
+        "and sends each camera's result to its own output (the i-th OUTPUT_URI), with live\n"
+        "numbers once a second. With no arguments: the repository's Fashion-MNIST classifier on\n"
+        "test://, 150 frames.\n"
+        "\n"
+        "Inputs:  v4l2:///dev/video0  csi://0  gst://PIPELINE  file://clip.mp4|photo.png|\n"
+        "         frames_%%04d.png  test:// (a moving view over a bundled photo; the default)\n"
+        "Outputs: display://0  file://out.mp4|.mkv  file://out_%%04d.png  rtp://HOST:PORT\n"
+        "         null://   (none: results in the status line only). Segmentation writes the\n"
+        "         frame with the class colours blended over it; classification the frame.\n"
+        "\n"
+        "Model:\n"
+        "  --model M           ONNX file (default: tests/models/fashion_mnist/fashion_mnist.onnx)\n"
+        "  --task T            auto (default: output (N,C,1,1) classifies, (N,C,H,W) segments),\n"
+        "                      classify or segment\n"
+        "  --labels F          class names, one per line (ImageNet synset lines work too)\n"
+        "  --mean R,G,B --std R,G,B   per-channel normalisation of pixel/255 (one value for all;\n"
+        "                      default 0 and 1; the default model's own 0.286 and 0.353)\n"
+        "  --imagenet          --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225\n"
+        "  --input-size WxH    check the model's input size (it is fixed in the file)\n"
+        "  --batch N           the net's batch (default: the number of inputs; >= it)\n"
+        "  --fit F             stretch (default) or letterbox the frame into the input\n"
+        "  --top K             classes per camera (default 3)   --alpha A  mask opacity (0.5)\n"
+        "  --mask-only         segmentation: the colours alone, not over the frame\n"
+        "Inputs:\n"
+        "  --input URI         a camera (repeat for several, up to 16: one batch item each)\n"
+        "  --input-width W --input-height H  --input-rate FPS  --input-format F (yuyv, uyvy,\n"
+        "                      nv12, rgb24, bgr24, grey, rgba)   --loop   --reconnect\n"
+        "  --stall-ms MS       a camera without frames this long is reported stalled and not\n"
+        "                      waited for (default 1000)\n"
+        "  --wait-ms MS        longest a batch waits for the slower cameras (default 50)\n"
+        "Run:\n"
+        "  --backend B         auto (default: GPU when usable), cuda or cpu\n"
+        "  --frames N          stop after N batches    --duration S   stop after S seconds\n"
+        "  --cuda-graph        replay the net as one CUDA graph\n"
+        "  --low-latency       one batch in flight (no overlap of the GPU with the outputs)\n"
+        "  --profile FILE      engine profile from fovea-calibrate\n"
+        "  --bitrate KBPS      H.264 outputs (default 8000)\n"
+        "  --json              status lines and summary as JSON objects (one per line)\n"
+        "  --quiet             summary only\n"
+        "  --help\n"
+        "\n"
+        "Exit status: 0 done, 1 a runtime error (input, model, device), 2 a usage error.\n"
+        "\n"
+        "Examples:\n"
+        "  " PROG "                                   # Fashion-MNIST on test://, 150 frames\n"
+        "  " PROG
+        " --model resnet18.onnx --imagenet --labels synset.txt --input v4l2:///dev/video0\n"
+        "  " PROG " --model apps/fovea-infer/models/fashion_seg/fashion_seg.onnx --mean 0.5 "
+        "--std 0.25 \\\n"
+        "      --input \"test://?items=3\" display://0   # live masks over Fashion-MNIST items\n"
+        "  " PROG " --model unet.onnx --task segment --fit letterbox --input csi://0 display://0\n"
+        "  " PROG " --model seg.onnx --input v4l2:///dev/video0 --input v4l2:///dev/video1 \\\n"
+        "      file://cam0.mp4 file://cam1.mp4          # two cameras, one batch, two videos\n"
+        "  " PROG " --json --frames 1000 --backend cuda --input-width 1920 --input-height 1080 \\\n"
+        "      --input \"test://?fps=0\" --input \"test://?fps=0\" null:// null://\n");
+}
+
+static int fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail_usage(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, PROG ": ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (try --help)\n");
+    va_end(ap);
+    return 2;
+}
+
+/* "a,b,c" or "a": 1 or 3 numbers. */
+static int parse_triple(const char *name, const char *v, float out[3], int *count) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    int n = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        double x;
+        if (n == 3 || fv_cli_double(tok, -1e6, 1e6, &x)) {
+            fprintf(stderr, PROG ": %s %s: give one number or three, comma-separated\n", name, v);
+            return -1;
+        }
+        out[n++] = (float)x;
+    }
+    if (n != 1 && n != 3) {
+        fprintf(stderr, PROG ": %s %s: give one number or three, comma-separated\n", name, v);
+        return -1;
+    }
+    if (n == 1) out[1] = out[2] = out[0];
+    *count = n;
+    return 0;
+}
+
+static int parse_format(const char *v, fv_pixel_format *f) {
+    static const struct {
+        const char *name;
+        fv_pixel_format f;
+    } t[] = {{"yuyv", FV_PIXEL_YUYV},   {"uyvy", FV_PIXEL_UYVY},  {"nv12", FV_PIXEL_NV12},
+             {"rgb24", FV_PIXEL_RGB24}, {"rgb", FV_PIXEL_RGB24},  {"bgr24", FV_PIXEL_BGR24},
+             {"bgr", FV_PIXEL_BGR24},   {"grey", FV_PIXEL_GRAY8}, {"gray", FV_PIXEL_GRAY8},
+             {"rgba", FV_PIXEL_RGBA32}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcasecmp(v, t[i].name) == 0) {
+            *f = t[i].f;
+            return 0;
+        }
+    return -1;
+}
+
+/* 0: run, 1: exit 0 (help), 2: usage error. */
+static int parse(int argc, char **argv, options *o) {
+    memset(o, 0, sizeof *o);
+    o->top = 3;
+    o->stall_ms = 1000;
+    o->wait_ms = 50;
+    for (int i = 1; i < argc; i++) {
+        int bad = 0;
+        const char *v, *a = argv[i];
+        double x;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 1;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--model", &bad))) {
+            o->model = v, o->model_given = 1;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--task", &bad))) {
+            if (!strcmp(v, "auto"))
+                o->task = TASK_AUTO;
+            else if (!strcmp(v, "classify"))
+                o->task = TASK_CLASSIFY;
+            else if (!strcmp(v, "segment"))
+                o->task = TASK_SEGMENT;
+            else
+                return fail_usage("--task %s: use auto, classify or segment", v);
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--labels", &bad))) {
+            o->labels = v;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--mean", &bad))) {
+            if (parse_triple("--mean", v, o->mean, &o->mean_n)) return 2;
+            o->norm_given = 1;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--std", &bad))) {
+            if (parse_triple("--std", v, o->std, &o->std_n)) return 2;
+            for (int k = 0; k < 3; k++)
+                if (!(o->std[k] > 0)) return fail_usage("--std %s: every value must be > 0", v);
+            o->norm_given = 1;
+        } else if (!strcmp(a, "--imagenet")) {
+            const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
+            memcpy(o->mean, mean, sizeof mean), memcpy(o->std, sd, sizeof sd);
+            o->mean_n = o->std_n = 3, o->norm_given = 1;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--input-size", &bad))) {
+            char tail;
+            if (sscanf(v, "%dx%d%c", &o->in_w, &o->in_h, &tail) != 2 || o->in_w < 1 || o->in_h < 1)
+                return fail_usage("--input-size %s: give WxH, e.g. 224x224", v);
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--batch", &bad))) {
+            if (fv_cli_parse_num(PROG, "--batch", v, 1, 1024, &x)) return 2;
+            o->batch = (int)x;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--input", &bad))) {
+            if (o->ninputs == MAX_CAMERAS) return fail_usage("--input %s: at most 16 inputs", v);
+            o->inputs[o->ninputs++] = v;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--input-width", &bad))) {
+            if (fv_cli_parse_num(PROG, "--input-width", v, 1, 32768, &x)) return 2;
+            o->width = (int)x;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--input-height", &bad))) {
+            if (fv_cli_parse_num(PROG, "--input-height", v, 1, 32768, &x)) return 2;
+            o->height = (int)x;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--input-rate", &bad))) {
+            if (fv_cli_parse_num(PROG, "--input-rate", v, 0.001, 10000, &x)) return 2;
+            o->rate = x;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--input-format", &bad))) {
+            if (parse_format(v, &o->in_format))
+                return fail_usage("--input-format %s: use yuyv, uyvy, nv12, rgb24, bgr24, grey "
+                                  "or rgba",
+                                  v);
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--backend", &bad))) {
+            if (fv_cli_backend(v, &o->backend))
+                return fail_usage("--backend %s: use auto, cuda or cpu", v);
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--fit", &bad))) {
+            if (!strcmp(v, "stretch"))
+                o->fit = FV_RESIZE_STRETCH;
+            else if (!strcmp(v, "letterbox"))
+                o->fit = FV_RESIZE_LETTERBOX;
+            else
+                return fail_usage("--fit %s: use stretch or letterbox", v);
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--top", &bad))) {
+            if (fv_cli_parse_num(PROG, "--top", v, 1, FV_CLASSIFY_MAX_K, &x)) return 2;
+            o->top = (int)x;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--alpha", &bad))) {
+            if (fv_cli_parse_num(PROG, "--alpha", v, 0.001, 1, &x)) return 2;
+            o->alpha = (float)x;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--frames", &bad))) {
+            if (fv_cli_parse_num(PROG, "--frames", v, 1, 1e12, &x)) return 2;
+            o->frames = (long)x;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--duration", &bad))) {
+            if (fv_cli_parse_num(PROG, "--duration", v, 0.001, 1e9, &x)) return 2;
+            o->duration = x;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--stall-ms", &bad))) {
+            if (fv_cli_parse_num(PROG, "--stall-ms", v, 10, 600000, &x)) return 2;
+            o->stall_ms = (int)x;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--wait-ms", &bad))) {
+            if (fv_cli_parse_num(PROG, "--wait-ms", v, 0, 60000, &x)) return 2;
+            o->wait_ms = (int)x;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--profile", &bad))) {
+            o->profile = v;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--bitrate", &bad))) {
+            if (fv_cli_parse_num(PROG, "--bitrate", v, 1, 1e6, &x)) return 2;
+            o->bitrate = (int)x;
+        } else if (!strcmp(a, "--mask-only")) {
+            o->mask_only = 1;
+        } else if (!strcmp(a, "--low-latency")) {
+            o->low_latency = 1;
+        } else if (!strcmp(a, "--cuda-graph")) {
+            o->cuda_graph = 1;
+        } else if (!strcmp(a, "--loop")) {
+            o->loop = 1;
+        } else if (!strcmp(a, "--reconnect")) {
+            o->reconnect = 1;
+        } else if (!strcmp(a, "--json")) {
+            o->json = 1;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            o->quiet = 1;
+        } else if (bad) {
+            return 2;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return fail_usage("unknown option '%s'", a);
+        } else if (o->noutputs == MAX_CAMERAS) {
+            return fail_usage("'%s': at most 16 outputs (one per --input)", a);
+        } else {
+            o->outputs[o->noutputs++] = a;
+        }
+        if (bad) return 2;
+    }
+    if ((o->width == 0) != (o->height == 0))
+        return fail_usage("give --input-width and --input-height together");
+    if (o->ninputs == 0) o->inputs[o->ninputs++] = "test://";
+    if (o->noutputs > o->ninputs)
+        return fail_usage("%s: more outputs than inputs (one output per --input, in order)",
+                          o->outputs[o->ninputs]);
+    if (o->batch && o->batch < o->ninputs)
+        return fail_usage("--batch %d is smaller than the number of inputs (%d)", o->batch,
+                          o->ninputs);
+    if (!o->model) o->model = model_default_path();
+    return 0;
+}
+
+static void log_cb(fv_log_level level, const char *msg, void *user) {
+    const options *o = user;
+    if (level <= FV_LOG_WARN || !o->quiet) fprintf(stderr, PROG ": %s\n", msg);
+}
+
+static size_t file_bytes(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+/* The context, its pools sized for the cameras' frames and the model. */
+static fv_context *make_context(const options *o, const camera *cams, int n) {
+    const size_t mib = (size_t)1 << 20;
+    size_t frames = 0, outs = 0, conv = 0;
+    for (int i = 0; i < n; i++) {
+        const fv_source_info *si = &cams[i].info;
+        size_t px = (size_t)si->width * si->height;
+        frames += MAILBOX * (fv_image_bytes(si->format, si->width, si->height) + FV_ALIGN);
+        outs += SLOTS * (4 * px + FV_ALIGN);
+        conv += 16 * px + FV_ALIGN; /* F16 x 8 channels: a YUV frame on its way to RGB */
+    }
+    size_t weights = file_bytes(o->model);
+    size_t dev = frames + outs + conv + 2 * weights + 512 * mib;
+    size_t pin = frames + outs + 16 * mib, host = 2 * weights + 64 * mib;
+    fv_context_desc cd = {.backend = o->backend,
+                          .device_pool_bytes = dev,
+                          .pinned_pool_bytes = pin,
+                          .host_pool_bytes = host,
+                          .profile_path = o->profile,
+                          .log = log_cb,
+                          .log_user = (void *)o,
+                          .log_level = FV_LOG_WARN};
+    fv_context *ctx = NULL;
+    if (fv_context_create(&cd, &ctx) != FV_OK) {
+        fprintf(stderr, PROG ": cannot create the context: %s\n", fv_last_error());
+        return NULL;
+    }
+    fv_context_info ci;
+    fv_context_info_get(ctx, &ci);
+    if (ci.memory_policy == FV_MEMORY_POLICY_ZERO_COPY) {
+        /* integrated GPU: frames live in the mapped pool */
+        fv_context_destroy(ctx);
+        ctx = NULL;
+        cd.mapped_pool_bytes = pin;
+        if (fv_context_create(&cd, &ctx) != FV_OK) {
+            fprintf(stderr, PROG ": cannot create the context: %s\n", fv_last_error());
+            return NULL;
+        }
+    }
+    return ctx;
+}
+
+static int sink_format_ok(fv_pixel_format f) {
+    return f == FV_PIXEL_RGB24 || f == FV_PIXEL_BGR24 || f == FV_PIXEL_RGBA32 ||
+           f == FV_PIXEL_GRAY8;
+}
+
+/* Camera i's output buffers and sink. 0, or -1 after printing why. */
+static int make_output(app *a, int i) {
+    const options *o = a->o;
+    camera *c = &a->cams[i];
+    const fv_source_info *si = &c->info;
+    if (fv_preprocess_region(si->width, si->height, a->m->w, a->m->h, o->fit, &a->region[i]) !=
+        FV_OK) {
+        fprintf(stderr, PROG ": input %d: %s\n", i, fv_last_error());
+        return -1;
+    }
+    if (i >= o->noutputs) return 0;
+    int convert = a->m->task == TASK_SEGMENT || !sink_format_ok(si->format);
+    fv_pixel_format of = convert ? FV_PIXEL_RGB24 : si->format;
+    for (int s = 0; convert && s < SLOTS; s++) {
+        if (fv_frame_buffer_create(a->ctx, FV_PIXEL_RGB24, si->width, si->height, &a->out[s][i]) !=
+            FV_OK) {
+            fprintf(stderr, PROG ": output %d: %s\n", i, fv_last_error());
+            return -1;
+        }
+        fv_frame_buffer_info fi;
+        fv_frame_buffer_info_get(a->out[s][i], &fi);
+        a->out_host[s][i] = fi.host, a->out_dev[s][i] = fi.device;
+    }
+    if (convert && a->m->task == TASK_CLASSIFY) {
+        fv_tensor_desc td = {.dtype = fv_context_backend(a->ctx) == FV_BACKEND_CPU ? FV_DTYPE_F32
+                                                                                   : FV_DTYPE_F16,
+                             .h = si->height,
+                             .w = si->width,
+                             .c = 3};
+        if (fv_tensor_create(a->ctx, &td, &a->conv[i]) != FV_OK) {
+            fprintf(stderr, PROG ": output %d: %s\n", i, fv_last_error());
+            return -1;
+        }
+    }
+    fv_sink_desc sd = {.uri = o->outputs[i],
+                       .width = si->width,
+                       .height = si->height,
+                       .format = of,
+                       .rate = si->rate > 0 ? si->rate : 30,
+                       .bitrate_kbps = o->bitrate,
+                       .log = log_cb,
+                       .log_user = (void *)o,
+                       .text_overlay = a->m->task == TASK_CLASSIFY};
+    if (fv_sink_open(&sd, &c->sink) != FV_OK) {
+        fprintf(stderr, PROG ": cannot open output %s: %s\n", o->outputs[i], fv_last_error());
+        return -1;
+    }
+    fv_sink_info_get(c->sink, &c->sink_info);
+    return 0;
+}
+
+/* Carve-outs made so far from the context's pools. */
+static long carve_outs(fv_context *ctx) {
+    long n = 0;
+    for (int k = FV_POOL_DEVICE; k <= FV_POOL_HOST; k++) {
+        fv_pool *p = fv_context_pool(ctx, (fv_pool_kind)k);
+        fv_pool_stats ps;
+        if (p && fv_pool_stats_get(p, &ps) == FV_OK) n += (long)ps.carve_outs;
+    }
+    return n;
+}
+
+static void print_setup(const app *a) {
+    const options *o = a->o;
+    const model *m = a->m;
+    fprintf(stderr, PROG ": %s (%s) on %s: %s\n", o->model,
+            m->task == TASK_CLASSIFY ? "classification" : "segmentation",
+            a->ci.device_name[0] ? a->ci.device_name : fv_backend_name(a->ci.backend), m->desc);
+    for (int i = 0; i < a->n; i++) {
+        const camera *c = &a->cams[i];
+        fprintf(stderr, "  [%d] %s %s (%s) %dx%d %s%s -> item %d, %s %dx%d at (%d, %d) -> %s\n", i,
+                c->info.kind, c->info.name, c->info.detail, c->info.width, c->info.height,
+                fv_pixel_format_name(c->info.format), c->info.rate > 0 ? "" : " unpaced", c->index,
+                o->fit == FV_RESIZE_LETTERBOX ? "letterboxed" : "stretched", a->region[i].width,
+                a->region[i].height, a->region[i].x, a->region[i].y,
+                c->sink ? c->sink_info.name : "status line only");
+    }
+    if (a->ci.no_gpu_reason[0]) fprintf(stderr, "  on the CPU backend: %s\n", a->ci.no_gpu_reason);
+    for (int i = 0; m->task == TASK_CLASSIFY && i < a->n; i++)
+        if (a->cams[i].sink && !a->cams[i].sink_info.text_overlay)
+            fprintf(stderr,
+                    "  [%d] labels in the status line only: %s draws no captions (a "
+                    "GStreamer output with textoverlay does)\n",
+                    i, a->cams[i].sink_info.name);
+}
+
+static int run(options *o) {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    static camera cams[MAX_CAMERAS];
+    static model m;
+    static stats st;
+    static app a;
+    int n = o->ninputs, rc = 1;
+    fv_context *ctx = NULL;
+    const char *end = "set-up failed";
+    int opened = 0;
+    for (; opened < n; opened++) {
+        cams[opened].index = opened, cams[opened].uri = o->inputs[opened];
+        if (capture_open(o, &cams[opened], log_cb, o) != 0) goto done;
+    }
+    if (!(ctx = make_context(o, cams, n))) goto done;
+    if (model_load(o, o->batch ? o->batch : n, ctx, &m) != 0) goto done;
+    a = (app){.o = o, .ctx = ctx, .m = &m, .cams = cams, .n = n, .st = &st};
+    fv_context_info_get(ctx, &a.ci);
+    a.pd.fit = o->fit;
+    if (o->norm_given) {
+        memcpy(a.pd.mean, o->mean, sizeof o->mean), memcpy(a.pd.std, o->std, sizeof o->std);
+    } else if (!o->model_given) { /* the default model's training normalisation */
+        a.pd.mean[0] = a.pd.mean[1] = a.pd.mean[2] = 0.2860f;
+        a.pd.std[0] = a.pd.std[1] = a.pd.std[2] = 0.3530f;
+    }
+    for (int i = 0; i < n; i++)
+        if (capture_buffers(&cams[i], ctx) != 0 || make_output(&a, i) != 0) goto done;
+    for (int s = 0; s < SLOTS; s++)
+        if (fv_timer_create(ctx, 6, &a.timer[s]) != FV_OK) {
+            fprintf(stderr, PROG ": %s\n", fv_last_error());
+            goto done;
+        }
+    if (!o->json) print_setup(&a);
+    st.rng = 12345;
+    if (capture_start(cams, n) != 0) goto done;
+    long carved = carve_outs(ctx);
+    double t0 = (double)now_ns() * 1e-9;
+    rc = loop_run(&a, &stop_requested, &end);
+    double secs = (double)now_ns() * 1e-9 - t0;
+    long allocs = carve_outs(ctx) - carved;
+    capture_stop(cams, n);
+    for (int i = 0; i < n; i++) {
+        if (cams[i].sink && fv_sink_close(cams[i].sink) != FV_OK && rc == 0) {
+            fprintf(stderr, PROG ": finishing %s: %s\n", cams[i].sink_info.name, fv_last_error());
+            rc = 1;
+        }
+        cams[i].sink = NULL;
+        if (cams[i].failed && rc == 0) {
+            fprintf(stderr, PROG ": input %s failed: %s\n", cams[i].uri, cams[i].end_msg);
+            rc = 1;
+        }
+    }
+    report_summary(o, &m, cams, n, &st, secs > 0 ? secs : 1e-9, end, rc == 0, &a.ci, allocs);
+done:
+    capture_stop(cams, n);
+    for (int i = 0; i < n; i++)
+        fv_sink_close(cams[i].sink);
+    if (ctx) fv_context_synchronize(ctx);
+    for (int s = 0; s < SLOTS; s++) {
+        fv_timer_destroy(a.timer[s]);
+        for (int i = 0; i < n; i++)
+            fv_frame_buffer_destroy(a.out[s][i]);
+    }
+    for (int i = 0; i < n; i++)
+        fv_tensor_destroy(a.conv[i]);
+    model_free(&m);
+    for (int i = 0; i < opened; i++)
+        capture_close(&cams[i]); /* after the sinks; before the context (mapped buffers) */
+    fv_context_destroy(ctx);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    static options o;
+    int r = parse(argc, argv, &o);
+    if (r == 1) return 0;
+    if (r == 2) return 2;
+    if (argc == 1) o.frames = 150; /* the default run: 5 s at 30 fps */
+    return run(&o);
+}

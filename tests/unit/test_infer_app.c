@@ -1,0 +1,305 @@
+/* Runs the fovea-infer program (CPU backend) end to end:
+ *   classify  the default model (Fashion-MNIST) on two unpaced test://
+ *             inputs (YUYV, so the output frames go through pack/unpack),
+ *             5 batches, --json: the summary says 5 batches, 5 frames per
+ *             camera, labels, nothing carved from the pools while running;
+ *             camera 0's output is 5 PNGs of the frame size;
+ *   segment   a model made here (a 1x1 convolution passing R, G, B through:
+ *             the class is the strongest colour; symbolic batch) on three
+ *             test:// inputs over solid red, green and blue photos: each
+ *             camera's output must be its own frame with its own class colour
+ *             blended over it, to the byte (routing, pre-processing, the net,
+ *             the argmax and the blend); status lines in JSON;
+ *   ended     an input that ends after 3 frames beside an endless one: the
+ *             run goes on, the ended one is reported "ended";
+ *   errors    --help (exit 0, examples), bad options (2), more outputs than
+ *             inputs (2), a missing model or input (1, named).
+ * With a fourth argument "cuda" the runs use --backend cuda (exit 77 where no
+ * GPU is usable): the segment run checks the GPU's overlays to the byte.
+ * usage: test_infer_app classify|segment|ended|errors APP WORKDIR [cuda] */
+#define _GNU_SOURCE 1
+#include "fv_test.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "fovea/platform/image_io.h"
+#include "onnx_build.h"
+
+extern char **environ;
+static const char *app, *work_dir;
+static char *backend = "cpu"; /* "cuda" with a fourth argument "cuda" (GPU tests) */
+
+/* Runs argv with stdout and stderr into log, without a display; the exit status. */
+static int run_app(char *const argv[], const char *log) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    unsetenv("DISPLAY");
+    unsetenv("WAYLAND_DISPLAY");
+    pid_t pid;
+    int e = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (e != 0) fail_msg("cannot run %s: %s", argv[0], strerror(e));
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) fail_msg("waitpid: %s", strerror(errno));
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return strdup("");
+    static char buf[1 << 18];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+/* The line of text that starts with {"type":"summary" (or NULL). */
+static const char *summary_of(const char *text) {
+    return strstr(text, "{\"type\":\"summary\"");
+}
+
+/* How often needle occurs in s. */
+static int count(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+static void infer_classify(void **state) {
+    (void)state;
+    char log[1024], pattern[1024], path[1100];
+    snprintf(log, sizeof log, "%s/infer_classify.log", work_dir);
+    snprintf(pattern, sizeof pattern, "file://%s/cls_%%04d.png", work_dir);
+    for (int i = 0; i < 7; i++) {
+        snprintf(path, sizeof path, "%s/cls_%04d.png", work_dir, i);
+        unlink(path);
+    }
+    char *argv[] = {(char *)app, "--backend",      backend,   "--frames",       "5",
+                    "--input",   "test://?fps=0",  "--input", "test://?fps=0",  "--input-width",
+                    "64",        "--input-height", "48",      "--input-format", "yuyv",
+                    "--json",    pattern,          NULL};
+    int rc = run_app(argv, log);
+    char *text = slurp(log);
+    const char *sum = summary_of(text);
+    if (rc != 0 || !sum) fail_msg("fovea-infer exited %d without a summary:\n%s", rc, text);
+    if (!strstr(sum, "\"task\":\"classify\"") || !strstr(sum, "\"batches\":5,") ||
+        count(sum, "\"frames\":5,") != 2 || !strstr(sum, "\"ok\":true") ||
+        !strstr(sum, "\"pool_carve_outs_while_running\":0,") || !strstr(sum, "\"batch\":2,") ||
+        !strstr(sum, "\"format\":\"YUYV\""))
+        fail_msg("summary lacks 5 batches of 2 YUYV cameras, ok, no carve-outs:\n%s", sum);
+    /* three classes per camera, each a Fashion-MNIST label */
+    if (count(sum, "\"label\":") != 6 ||
+        (!strstr(sum, "\"label\":\"Bag\"") && !strstr(sum, "\"label\":\"Trouser\"") &&
+         !strstr(sum, "\"label\":\"Shirt\"")))
+        fail_msg("summary lacks the top-3 labels:\n%s", sum);
+    for (int i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/cls_%04d.png", work_dir, i);
+        fv_host_image img;
+        FV_ASSERT_OK(fv_image_file_load(path, FV_PIXEL_RGB24, &img));
+        assert_int_equal(img.width, 64);
+        assert_int_equal(img.height, 48);
+        fv_host_image_free(&img);
+    }
+    snprintf(path, sizeof path, "%s/cls_%04d.png", work_dir, 5);
+    assert_int_equal(access(path, F_OK), -1); /* exactly 5 */
+    free(text);
+}
+
+/* x (n, 3, 8, 8) -> Conv 1x1 with the identity as weights -> y (n, 3, 8, 8). */
+static void write_model(const char *path) {
+    ob_buf m = {0}, g = {0}, t = {0}, nd = {0}, vi = {0};
+    float w[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    int64_t dw[4] = {3, 3, 1, 1}, dx[4] = {-1, 3, 8, 8};
+    ob_tensor(&t, "W", 1, 4, dw, w, sizeof w);
+    ob_msg(&g, OB_INIT, &t);
+    ob_node(&nd, "Conv", "pass", (const char *[]){"x", "W"}, 2, (const char *[]){"y"}, 1);
+    ob_msg(&g, OB_NODE, &nd);
+    ob_value_info(&vi, "x", 4, dx);
+    ob_msg(&g, OB_INPUT, &vi);
+    ob_value_info(&vi, "y", 4, dx);
+    ob_msg(&g, OB_OUTPUT, &vi);
+    ob_model(&m, 13, &g);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(m.d, 1, m.n, f), m.n);
+    fclose(f);
+    ob_free(&m);
+}
+
+/* A solid colour photo for test://?image=. */
+static void write_solid(const char *path, unsigned char r, unsigned char g, unsigned char b) {
+    unsigned char px[40 * 30 * 3];
+    for (int i = 0; i < 40 * 30; i++)
+        px[3 * i] = r, px[3 * i + 1] = g, px[3 * i + 2] = b;
+    fv_image img = {.format = FV_PIXEL_RGB24, .width = 40, .height = 30, .data = px};
+    FV_ASSERT_OK(fv_image_file_save(path, &img, NULL));
+}
+
+static void infer_segment(void **state) {
+    (void)state;
+    char model[1024], log[1024], in[3][1300], out[3][1300], path[1200];
+    snprintf(model, sizeof model, "%s/pass_rgb.onnx", work_dir);
+    snprintf(log, sizeof log, "%s/infer_segment.log", work_dir);
+    write_model(model);
+    const unsigned char solid[3][3] = {{255, 0, 0}, {0, 255, 0}, {0, 0, 255}};
+    for (int c = 0; c < 3; c++) {
+        snprintf(path, sizeof path, "%s/solid%d.png", work_dir, c);
+        write_solid(path, solid[c][0], solid[c][1], solid[c][2]);
+        snprintf(in[c], sizeof in[c], "test://?fps=0&image=%s", path);
+        snprintf(out[c], sizeof out[c], "file://%s/seg%d.png", work_dir, c);
+        snprintf(path, sizeof path, "%s/seg%d.png", work_dir, c);
+        unlink(path);
+    }
+    char *argv[] = {(char *)app,
+                    "--backend",
+                    backend,
+                    "--model",
+                    model,
+                    "--frames",
+                    "3",
+                    "--json",
+                    "--input-width",
+                    "48",
+                    "--input-height",
+                    "32",
+                    "--fit",
+                    "letterbox",
+                    "--input",
+                    in[0],
+                    "--input",
+                    in[1],
+                    "--input",
+                    in[2],
+                    out[0],
+                    out[1],
+                    out[2],
+                    NULL};
+    int rc = run_app(argv, log);
+    char *text = slurp(log);
+    const char *sum = summary_of(text);
+    if (rc != 0 || !sum) fail_msg("fovea-infer exited %d without a summary:\n%s", rc, text);
+    if (!strstr(sum, "\"task\":\"segment\"") || !strstr(sum, "\"batches\":3,") ||
+        count(sum, "\"frames\":3,") != 3 || !strstr(sum, "\"ok\":true"))
+        fail_msg("summary lacks 3 batches of 3 segmented cameras:\n%s", sum);
+    /* class k = the strongest of R, G, B; fovea's palette: class 0 transparent,
+     * 1 (128, 0, 0), 2 (0, 128, 0); alpha 0.5: out = frame / 2 + colour / 2,
+     * rounded half up */
+    const unsigned char want[3][3] = {{255, 0, 0}, {64, 128, 0}, {0, 64, 128}};
+    for (int c = 0; c < 3; c++) {
+        snprintf(path, sizeof path, "%s/seg%d.png", work_dir, c);
+        fv_host_image img;
+        FV_ASSERT_OK(fv_image_file_load(path, FV_PIXEL_RGB24, &img));
+        assert_int_equal(img.width, 48);
+        assert_int_equal(img.height, 32);
+        const unsigned char *p = img.data;
+        for (int i = 0; i < 48 * 32; i++)
+            if (memcmp(p + 3 * i, want[c], 3) != 0)
+                fail_msg("camera %d, pixel %d: (%d, %d, %d), want (%d, %d, %d)", c, i, p[3 * i],
+                         p[3 * i + 1], p[3 * i + 2], want[c][0], want[c][1], want[c][2]);
+        fv_host_image_free(&img);
+    }
+    free(text);
+}
+
+static void infer_ended(void **state) {
+    (void)state;
+    char log[1024];
+    snprintf(log, sizeof log, "%s/infer_ended.log", work_dir);
+    char *argv[] = {(char *)app,
+                    "--backend",
+                    backend,
+                    "--frames",
+                    "40",
+                    "--json",
+                    "--input-width",
+                    "32",
+                    "--input-height",
+                    "24",
+                    "--input",
+                    "test://?fps=200&frames=3",
+                    "--input",
+                    "test://?fps=200",
+                    NULL};
+    int rc = run_app(argv, log);
+    char *text = slurp(log);
+    const char *sum = summary_of(text);
+    if (rc != 0 || !sum) fail_msg("fovea-infer exited %d without a summary:\n%s", rc, text);
+    const char *c1 = strstr(sum, "test://?fps=200\"");
+    if (!strstr(sum, "\"batches\":40,") || !strstr(sum, "\"state\":\"ended\"") || !c1 ||
+        !strstr(c1, "\"state\":\"live\",\"frames\":40,"))
+        fail_msg("want 40 batches, camera 0 ended, camera 1 live with 40 frames:\n%s", sum);
+    free(text);
+}
+
+static void infer_errors(void **state) {
+    (void)state;
+    char log[1024];
+    snprintf(log, sizeof log, "%s/infer_errors.log", work_dir);
+    char *help[] = {(char *)app, "--help", NULL};
+    assert_int_equal(run_app(help, log), 0);
+    char *text = slurp(log);
+    if (!strstr(text, "Examples:") || !strstr(text, "--input v4l2:///dev/video0"))
+        fail_msg("--help has no examples:\n%s", text);
+    free(text);
+    char *bad[] = {(char *)app, "--frobnicate", NULL};
+    assert_int_equal(run_app(bad, log), 2);
+    char *task[] = {(char *)app, "--task", "detect", NULL};
+    assert_int_equal(run_app(task, log), 2);
+    char *mean[] = {(char *)app, "--mean", "1,2", NULL};
+    assert_int_equal(run_app(mean, log), 2);
+    char *outs[] = {(char *)app, "a.mp4", "b.mp4", NULL};
+    assert_int_equal(run_app(outs, log), 2);
+    char *size[] = {(char *)app, "--input-size", "224", NULL};
+    assert_int_equal(run_app(size, log), 2);
+    char *missing[] = {(char *)app, "--backend", backend, "--model", "/nonexistent/m.onnx", NULL};
+    assert_int_equal(run_app(missing, log), 1);
+    text = slurp(log);
+    if (!strstr(text, "/nonexistent/m.onnx")) fail_msg("the model is not named:\n%s", text);
+    free(text);
+    char *input[] = {(char *)app, "--backend", backend, "--input", "file:///nonexistent/x.png",
+                     NULL};
+    assert_int_equal(run_app(input, log), 1);
+    text = slurp(log);
+    if (!strstr(text, "/nonexistent/x.png")) fail_msg("the input is not named:\n%s", text);
+    free(text);
+    char *wrong[] = {(char *)app, "--backend", backend, "--input-size",
+                     "32x32",     "--frames",  "1",     NULL};
+    assert_int_equal(run_app(wrong, log), 1); /* the default model's input is 28x28 */
+    text = slurp(log);
+    if (!strstr(text, "--input-size")) fail_msg("no reason for --input-size:\n%s", text);
+    free(text);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: test_infer_app classify|segment|ended|errors APP WORKDIR [cuda]\n");
+        return 2;
+    }
+    app = argv[2], work_dir = argv[3];
+    mkdir(work_dir, 0755);
+    if (argc == 5 && !strcmp(argv[4], "cuda")) { /* the same runs on the GPU, or skip (77) */
+        fv_context_destroy(fv_test_gpu_context_or_skip());
+        backend = "cuda";
+    }
+    const struct CMUnitTest classify[] = {cmocka_unit_test(infer_classify)};
+    const struct CMUnitTest segment[] = {cmocka_unit_test(infer_segment)};
+    const struct CMUnitTest ended[] = {cmocka_unit_test(infer_ended)};
+    const struct CMUnitTest errors[] = {cmocka_unit_test(infer_errors)};
+    if (!strcmp(argv[1], "classify")) return cmocka_run_group_tests(classify, NULL, NULL);
+    if (!strcmp(argv[1], "segment")) return cmocka_run_group_tests(segment, NULL, NULL);
+    if (!strcmp(argv[1], "ended")) return cmocka_run_group_tests(ended, NULL, NULL);
+    if (!strcmp(argv[1], "errors")) return cmocka_run_group_tests(errors, NULL, NULL);
+    fprintf(stderr, "unknown mode %s\n", argv[1]);
+    return 2;
+}
