@@ -376,13 +376,14 @@ static int make_variant(fv_context *ctx, fv_models_arch arch, const fv_models_fi
     if (cold) {
         double ms = 0;
         s = one_inference(ctx, x->net, &x->first_ms);
-        for (int i = 1; i < 99 && s == FV_OK; i++) s = one_inference(ctx, x->net, &ms);
+        for (int i = 1; i < 99 && s == FV_OK; i++)
+            s = one_inference(ctx, x->net, &ms);
         if (s == FV_OK) s = one_inference(ctx, x->net, &x->hundredth_ms);
         if (s != FV_OK) return fail_fv("fv_net_forward", s);
         printf("cold start (%s): net created in %.1f ms, first inference %.3f ms, 100th %.3f ms "
                "(first / 100th %.2f); created + first inference %.1f ms\n",
-               x->name, x->create_ms, x->first_ms, x->hundredth_ms,
-               x->first_ms / x->hundredth_ms, x->create_ms + x->first_ms);
+               x->name, x->create_ms, x->first_ms, x->hundredth_ms, x->first_ms / x->hundredth_ms,
+               x->create_ms + x->first_ms);
     }
     if ((s = fv_net_info_get(x->net, &x->info)) != FV_OK) return fail_fv("fv_net_info_get", s);
     if (!io) {

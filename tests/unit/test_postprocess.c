@@ -38,8 +38,8 @@ static void put(fv_context *ctx, fv_tensor *t, const float *v, size_t n) {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__aarch64__)
 __attribute__((optimize("no-tree-vectorize"), noinline))
 #endif
-static void check_topk(const float *x, int C, int k, int softmax, int f16,
-                       const fv_class_score *got) {
+static void
+check_topk(const float *x, int C, int k, int softmax, int f16, const fv_class_score *got) {
     double mx = -INFINITY, sum = 0;
     float *v = malloc(sizeof(float) * C);
     for (int c = 0; c < C; c++) {
