@@ -2,19 +2,13 @@
  * their producers, flatten into fc), in-place and alias decisions, the
  * arena plan, weights uploaded, convolutions created and bound, and the
  * optional CUDA graph. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "net_internal.h"
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#define now_ms fv__net_now_ms
 
 static size_t dtype_size(fv_dtype t) {
     return t == FV_DTYPE_F32 ? 4 : 2;

@@ -130,6 +130,7 @@ fv_status fv__net_plan(const size_t *sizes, const int *first, const int *last, i
                        size_t *offsets, size_t *arena, size_t *lower_bound);
 
 /* net_run.c */
+double fv__net_now_ms(void); /* CLOCK_MONOTONIC, ms */
 fv_status fv__net_run_layer(fv_net *net, int i);
 fv_status fv__net_run_all(fv_net *net);
 

@@ -115,11 +115,12 @@ static int cmp_float(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static double now_ms(void) {
+double fv__net_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
+#define now_ms fv__net_now_ms
 
 typedef struct timer {
     fv_net *net;
