@@ -8,6 +8,7 @@
 #include "fovea/net.h"
 #include "cpu.h"
 #include "../activation.h"
+#include "../net_math.h"
 #include "../net_ops.h"
 
 enum { BLOCK = 128 }; /* channels accumulated at once */
@@ -230,44 +231,6 @@ static fv_status net_copy(fv_context *ctx, const fv__view *in, const fv__view *o
     return FV_OK;
 }
 
-/* Source coordinate of output index x (ONNX Resize's
- * coordinate_transformation_mode). */
-static float resize_src(int coord, int x, int in, int out, float scale) {
-    switch (coord) {
-    case FV_NET_COORD_ALIGN_CORNERS:
-        return out > 1 ? (float)x * (float)(in - 1) / (float)(out - 1) : 0.0f;
-    case FV_NET_COORD_ASYMMETRIC:
-        return (float)x / scale;
-    case FV_NET_COORD_PYTORCH_HALF_PIXEL:
-        if (out == 1) return 0.0f;
-        return ((float)x + 0.5f) / scale - 0.5f;
-    default:
-        return ((float)x + 0.5f) / scale - 0.5f;
-    }
-}
-
-/* Nearest input index of source coordinate f (ONNX's nearest_mode). */
-static int resize_nearest(int mode, float f, int in) {
-    float fl = floorf(f), d = f - fl, r;
-    switch (mode) {
-    case FV_NET_NEAREST_ROUND_PREFER_FLOOR:
-        r = d <= 0.5f ? fl : fl + 1.0f;
-        break;
-    case FV_NET_NEAREST_ROUND_PREFER_CEIL:
-        r = d < 0.5f ? fl : fl + 1.0f;
-        break;
-    case FV_NET_NEAREST_CEIL:
-        r = ceilf(f);
-        break;
-    default:
-        r = fl;
-        break;
-    }
-    /* clamp as a float first: a huge f must not overflow the int */
-    r = fminf(fmaxf(r, 0.0f), (float)(in - 1));
-    return (int)r;
-}
-
 /* Bilinear taps: f clamped to [0, in - 1], i0 = floor, i1 = the next one
  * (or i0 at the edge), l the fraction toward i1. */
 static void resize_linear(float f, int in, int *i0, int *i1, float *l) {
@@ -282,18 +245,18 @@ static fv_status net_resize(fv_context *ctx, const fv__view *in, const fv__view 
     const int round = rounds(ctx);
     for (int b = 0; b < out->n; b++)
         for (int oy = 0; oy < out->h; oy++) {
-            const float fy = resize_src(p->coord, oy, in->h, out->h, p->scale_h);
+            const float fy = fv__resize_src(p->coord, oy, in->h, out->h, p->scale_h);
             int y0, y1 = 0;
             float ly = 0.0f;
             if (p->mode == FV_NET_RESIZE_NEAREST)
-                y0 = resize_nearest(p->nearest, fy, in->h);
+                y0 = fv__resize_nearest(p->nearest, fy, in->h);
             else
                 resize_linear(fy, in->h, &y0, &y1, &ly);
             for (int ox = 0; ox < out->w; ox++) {
-                const float fx = resize_src(p->coord, ox, in->w, out->w, p->scale_w);
+                const float fx = fv__resize_src(p->coord, ox, in->w, out->w, p->scale_w);
                 const size_t o = at(out, b, oy, ox);
                 if (p->mode == FV_NET_RESIZE_NEAREST) {
-                    const size_t i = at(in, b, y0, resize_nearest(p->nearest, fx, in->w));
+                    const size_t i = at(in, b, y0, fv__resize_nearest(p->nearest, fx, in->w));
                     for (int ch = 0; ch < out->c; ch++)
                         st(out, round, o + ch, ld(in, i + ch));
                 } else {

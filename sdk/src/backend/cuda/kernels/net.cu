@@ -7,6 +7,7 @@
  * grid-stride loops; 32-bit indices (views are limited to 2^31 elements). */
 #include <limits.h>
 #include "../../activation.h"
+#include "../../net_math.h"
 #include "fovea/net.h"
 #include "net.cuh"
 #include "common.cuh"
@@ -315,43 +316,6 @@ __global__ void softmax_kernel(fv__view in, fv__view out, int tp, unsigned pixel
     }
 }
 
-/* Source coordinate of output index x (ONNX Resize's
- * coordinate_transformation_mode), as the CPU reference computes it. */
-__device__ __forceinline__ float resize_src(int coord, int x, int in, int out, float scale) {
-    switch (coord) {
-    case FV_NET_COORD_ALIGN_CORNERS:
-        return out > 1 ? (float)x * (float)(in - 1) / (float)(out - 1) : 0.0f;
-    case FV_NET_COORD_ASYMMETRIC:
-        return (float)x / scale;
-    case FV_NET_COORD_PYTORCH_HALF_PIXEL:
-        if (out == 1) return 0.0f;
-        return ((float)x + 0.5f) / scale - 0.5f;
-    default:
-        return ((float)x + 0.5f) / scale - 0.5f;
-    }
-}
-
-/* Nearest input index of f (ONNX's nearest_mode), clamped to [0, in). */
-__device__ __forceinline__ int resize_nearest(int mode, float f, int in) {
-    const float fl = floorf(f), d = f - fl;
-    float r;
-    switch (mode) {
-    case FV_NET_NEAREST_ROUND_PREFER_FLOOR:
-        r = d <= 0.5f ? fl : fl + 1.0f;
-        break;
-    case FV_NET_NEAREST_ROUND_PREFER_CEIL:
-        r = d < 0.5f ? fl : fl + 1.0f;
-        break;
-    case FV_NET_NEAREST_CEIL:
-        r = ceilf(f);
-        break;
-    default:
-        r = fl;
-        break;
-    }
-    return (int)fminf(fmaxf(r, 0.0f), (float)(in - 1));
-}
-
 /* Bilinear taps of f clamped to [0, in - 1] (PyTorch): i0, i1 = the next
  * one or i0 at the edge, l the weight of i1. */
 __device__ __forceinline__ void resize_linear(float f, int in, int &i0, int &i1, float &l) {
@@ -370,11 +334,11 @@ __global__ void resize_kernel(fv__view in, fv__view out, fv__resize_params p, un
         float acc[V] = {};
         if (ch0 < out.c) {
             const coord o = split(pix, out.h, out.w);
-            const float fy = resize_src(p.coord, o.y, in.h, out.h, p.scale_h);
-            const float fx = resize_src(p.coord, o.x, in.w, out.w, p.scale_w);
+            const float fy = fv__resize_src(p.coord, o.y, in.h, out.h, p.scale_h);
+            const float fx = fv__resize_src(p.coord, o.x, in.w, out.w, p.scale_w);
             if (p.mode == FV_NET_RESIZE_NEAREST) {
-                const int iy = resize_nearest(p.nearest, fy, in.h);
-                const int ix = resize_nearest(p.nearest, fx, in.w);
+                const int iy = fv__resize_nearest(p.nearest, fy, in.h);
+                const int ix = fv__resize_nearest(p.nearest, fx, in.w);
                 ldv(pixel<const T>(in, o.b, iy, ix) + ch0, acc);
             } else {
                 int y0, y1, x0, x1;
