@@ -262,8 +262,11 @@ const char *fv_net_input_name(const fv_net *net, int i);
 const char *fv_net_output_name(const fv_net *net, int i);
 
 /* Copies count floats of dense NHWC data into input i (converted to the
- * net's dtype on the device), asynchronously; count must be N*H*W*C. The
- * copy is staged: data may be reused when the call returns. */
+ * net's dtype on the device), asynchronously; count must be N*H*W*C. As
+ * with fv_tensor_upload, data must stay unchanged until the context is
+ * synchronized when it is pinned memory (pageable memory is copied before
+ * the call returns). FV_ERR_BAD_PARAM (NULL, bad index), FV_ERR_BAD_SHAPE
+ * (count). */
 fv_status fv_net_input_upload(fv_net *net, int i, const float *nhwc, size_t count);
 /* Waits for the stream and copies output i into dense NHWC floats. */
 fv_status fv_net_output_download(fv_net *net, int i, float *nhwc, size_t count);
