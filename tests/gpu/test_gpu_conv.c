@@ -51,7 +51,8 @@ static fv_conv2d_desc desc_of(const conv_case *cc, fv_dtype dt, const float *w, 
                             .dtype = dt,
                             .weights = w,
                             .bias = cc->bias ? b : NULL,
-                            .flags = dt == FV_DTYPE_F16 ? cc->flags : 0};
+                            .flags =
+                                dt == FV_DTYPE_F16 ? cc->flags : (cc->flags & FV_CONV2D_RESIDUAL)};
 }
 
 /* Runs one case on both backends; returns the relative L2 error. */
@@ -83,11 +84,25 @@ static double run_case(const conv_case *cc, int verbose) {
     fv_tensor *gx = make(gpu, FV_DTYPE_F16, cc->n, cc->h, cc->w, cc->c);
     fv_tensor *gy = make(gpu, FV_DTYPE_F16, on, oh, ow, oc);
     FV_ASSERT_OK(fv_tensor_upload(gpu, gx, xh, nin * sizeof *xh));
+    /* FV_CONV2D_RESIDUAL: a random residual (FP16 values) on both sides */
+    const int res = (cc->flags & FV_CONV2D_RESIDUAL) != 0;
+    float *z = res ? malloc(nout * sizeof *z) : NULL;
+    fv_tensor *gz = NULL, *cz = NULL;
+    if (res) {
+        fv_test_fill_uniform(z, nout, -1, 1);
+        for (size_t i = 0; i < nout; i++)
+            z[i] = fv_round_f16(z[i]);
+        fv_f32_to_f16_n(z, yh, nout);
+        gz = make(gpu, FV_DTYPE_F16, on, oh, ow, oc);
+        cz = make(cpu, FV_DTYPE_F32, on, oh, ow, oc);
+        FV_ASSERT_OK(fv_tensor_upload(gpu, gz, yh, nout * sizeof *yh));
+        FV_ASSERT_OK(fv_tensor_upload(cpu, cz, z, nout * sizeof *z));
+    }
     /* poison the output: NaN everywhere it should write */
     for (size_t i = 0; i < nout; i++)
         yh[i] = 0x7e00;
     FV_ASSERT_OK(fv_tensor_upload(gpu, gy, yh, nout * sizeof *yh));
-    FV_ASSERT_OK(fv_conv2d_forward(gop, gx, gy));
+    FV_ASSERT_OK(fv_conv2d_forward_residual(gop, gx, gz, gy));
     FV_ASSERT_OK(fv_tensor_download(gpu, gy, yh, nout * sizeof *yh));
     FV_ASSERT_OK(fv_context_synchronize(gpu));
 
@@ -95,7 +110,7 @@ static double run_case(const conv_case *cc, int verbose) {
     fv_tensor *cy = make(cpu, FV_DTYPE_F32, on, oh, ow, oc);
     float *ref = malloc(nout * sizeof *ref), *got = malloc(nout * sizeof *got);
     FV_ASSERT_OK(fv_tensor_upload(cpu, cx, x, nin * sizeof *x));
-    FV_ASSERT_OK(fv_conv2d_forward(cop, cx, cy));
+    FV_ASSERT_OK(fv_conv2d_forward_residual(cop, cx, cz, cy));
     FV_ASSERT_OK(fv_tensor_download(cpu, cy, ref, nout * sizeof *ref));
     fv_f16_to_f32_n(yh, got, nout);
     double err = fv_test_rel_l2(got, ref, nout);
@@ -124,9 +139,10 @@ static double run_case(const conv_case *cc, int verbose) {
         assert_non_null(strstr(info.choice, "autotune"));
     }
     fv_tensor_destroy(gx), fv_tensor_destroy(gy), fv_tensor_destroy(cx), fv_tensor_destroy(cy);
+    fv_tensor_destroy(gz), fv_tensor_destroy(cz);
     fv_conv2d_destroy(gop);
     fv_conv2d_destroy(cop);
-    free(x), free(w), free(xh), free(yh), free(ref), free(got);
+    free(x), free(w), free(xh), free(yh), free(ref), free(got), free(z);
     return err;
 }
 
@@ -551,6 +567,93 @@ static void legacy_fused_from_profile(void **state) {
     gpu = saved;
     fv_context_destroy(ctx2);
     remove(path);
+}
+
+/* FV_CONV2D_RESIDUAL (act(conv + bias + z)) on every path: by heuristics
+ * (fovea's direct kernel for the small one, the GEMM for the small output
+ * with a long reduction, cuDNN's fused graph for the rest), cuDNN only,
+ * autotuned, and from profile entries naming legacy-fused and legacy (the
+ * epilogue kernel adds z). Every activation a convolution runs, padded K
+ * lanes, a batch of 2, with and without a bias. */
+static void residual_matches_cpu_reference(void **state) {
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    make_temp_file(path);
+    fv_test_seed(4242);
+    const uint32_t R = FV_CONV2D_RESIDUAL;
+    const conv_case cases[] = {
+        /* n  h   w   c   k  r  s st pad dil g  act                  alpha bias flags */
+        {1, 56, 56, 64, 64, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, R},         /* ResNet's layer1 */
+        {1, 14, 14, 128, 256, 1, 1, 2, 0, 1, 1, FV_ACT_IDENTITY, 0, 1, R},   /* a downsample */
+        {1, 7, 7, 512, 512, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, R},         /* small output */
+        {2, 20, 24, 16, 12, 3, 3, 1, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0, 0, R}, /* K padded */
+        {1, 30, 40, 3, 16, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, R}, /* direct kernel */
+        {1, 16, 16, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, R},
+        {1, 16, 16, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 0, R},
+        {1, 16, 16, 32, 32, 3, 3, 1, 1, 1, 32, FV_ACT_RELU, 0, 1, R}, /* depthwise */
+    };
+    enum { NCASES = sizeof cases / sizeof cases[0] };
+    const uint32_t passes[3] = {0, FV_CONV2D_NO_DIRECT, FV_CONV2D_AUTOTUNE};
+    for (int p = 0; p < 3; p++)
+        for (size_t i = 0; i < NCASES; i++) {
+            conv_case cc = cases[i];
+            cc.flags |= passes[p];
+            double e = run_case(&cc, 1);
+            if (!(e <= 2e-3)) fail_msg("pass %d case %zu: error %.3e", p, i, e);
+        }
+    /* legacy-fused (alpha2 = 1, z) and legacy (+ the epilogue kernel) */
+    const char *forced[2] = {"legacy-fused", "legacy"};
+    for (int f = 0; f < 2; f++) {
+        FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+        int rewritten = rewrite_conv_lines(path, forced[f], "1");
+        assert_true(rewritten >= NCASES);
+        fv_context *ctx2 = NULL, *saved = gpu;
+        fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+        FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+        gpu = ctx2;
+        int ran = 0;
+        for (size_t i = 0; i < NCASES; i++) {
+            double e = run_case(&cases[i], 1);
+            if (!(e <= 2e-3)) fail_msg("%s case %zu: error %.3e", forced[f], i, e);
+            ran += strcmp(last_info.path, forced[f]) == 0;
+        }
+        printf("  %d cases ran on path %s\n", ran, forced[f]);
+        assert_true(ran >= 3); /* legacy-fused: the ReLU and identity cases */
+        gpu = saved;
+        fv_context_destroy(ctx2);
+    }
+    remove(path);
+}
+
+/* The residual is checked: refused on an op without FV_CONV2D_RESIDUAL,
+ * required on one with it, never the output. */
+static void residual_is_checked(void **state) {
+    (void)state;
+    float w[8 * 8 * 9] = {0};
+    fv_conv2d_desc d = {.h = 8,
+                        .w = 8,
+                        .c = 8,
+                        .k = 8,
+                        .r = 3,
+                        .s = 3,
+                        .pad_h = 1,
+                        .pad_w = 1,
+                        .weights = w,
+                        .flags = FV_CONV2D_RESIDUAL};
+    fv_conv2d *op = NULL, *plain = NULL;
+    FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+    d.flags = 0;
+    FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &plain));
+    fv_tensor *x = make(gpu, FV_DTYPE_F16, 1, 8, 8, 8), *y = make(gpu, FV_DTYPE_F16, 1, 8, 8, 8),
+              *z = make(gpu, FV_DTYPE_F16, 1, 8, 8, 8);
+    assert_int_equal(fv_conv2d_forward(op, x, y), FV_ERR_BAD_PARAM);
+    assert_non_null(strstr(fv_last_error(), "FV_CONV2D_RESIDUAL"));
+    assert_int_equal(fv_conv2d_forward_residual(plain, x, z, y), FV_ERR_BAD_PARAM);
+    assert_int_equal(fv_conv2d_forward_residual(op, x, y, y), FV_ERR_BAD_PARAM);
+    FV_ASSERT_OK(fv_conv2d_forward_residual(op, x, z, y));
+    FV_ASSERT_OK(fv_conv2d_forward_residual(op, x, x, y)); /* z may be the input */
+    FV_ASSERT_OK(fv_context_synchronize(gpu));
+    fv_tensor_destroy(x), fv_tensor_destroy(y), fv_tensor_destroy(z);
+    fv_conv2d_destroy(op), fv_conv2d_destroy(plain);
 }
 
 /* The graph-pw path (cuDNN's runtime-fusion form: an FP32 bias, an
@@ -1120,6 +1223,8 @@ int main(void) {
         cmocka_unit_test(direct_kernel_matches_cpu_reference),
         cmocka_unit_test(direct_kernel_variants_from_profile),
         cmocka_unit_test(legacy_fused_from_profile),
+        cmocka_unit_test(residual_matches_cpu_reference),
+        cmocka_unit_test(residual_is_checked),
         cmocka_unit_test(graph_pw_matches_and_round_trips),
         cmocka_unit_test(gemm_kernel_variants_from_profile),
         cmocka_unit_test(gemm_kernel_is_deterministic_and_capturable),

@@ -506,6 +506,109 @@ static void test_conv_bad_tensors(void **state) {
     fv_context_destroy(ctx);
 }
 
+/* FV_CONV2D_RESIDUAL: act(conv + bias + z) against the double reference
+ * computed without the activation, plus z, then activated; F32 and F16, a
+ * C = K = 1 F32 op (which would take the stencil path), z the input itself;
+ * the residual checked. */
+static void test_conv_residual(void **state) {
+    (void)state;
+    fv_test_seed(99);
+    const cfg cases[] = {
+        {2, 9, 11, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, FV_DTYPE_F32, 0},
+        {1, 12, 10, 5, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.2f, 0, FV_DTYPE_F16, 0},
+        {1, 8, 8, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, FV_ACT_TANH, 0, 1, FV_DTYPE_F32, 0},
+        {1, 8, 8, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 3, FV_ACT_CLIPPED_RELU, 0, 1, FV_DTYPE_F32, 0},
+    };
+    fv_context *ctx = fv_test_cpu_context(0);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const cfg *g = &cases[ci];
+        int P = dim(g->h, g->r, g->sh, g->ph, g->dh), Q = dim(g->w, g->s, g->sw, g->pw, g->dw);
+        size_t nin = (size_t)g->n * g->h * g->w * g->c, nout = (size_t)g->n * P * Q * g->k;
+        size_t nw = (size_t)g->k * (g->c / g->groups) * g->r * g->s;
+        float *in = malloc(nin * 4), *w = malloc(nw * 4), *b = malloc((size_t)g->k * 4);
+        float *z = malloc(nout * 4), *out = malloc(nout * 4), *ref = malloc(nout * 4);
+        fv_half *h = malloc((nin > nout ? nin : nout) * 2);
+        assert_non_null(in && w && b && z && out && ref && h);
+        fv_test_fill_uniform(in, nin, -1.0f, 1.0f);
+        fv_test_fill_uniform(w, nw, -1.0f, 1.0f);
+        fv_test_fill_uniform(b, (size_t)g->k, -1.0f, 1.0f);
+        fv_test_fill_uniform(z, nout, -2.0f, 2.0f);
+        if (g->dt == FV_DTYPE_F16) round_all(in, nin), round_all(w, nw), round_all(z, nout);
+        cfg lin = *g;
+        lin.act = FV_ACT_IDENTITY;
+        ref_conv(&lin, in, w, g->bias ? b : NULL, ref);
+        for (size_t i = 0; i < nout; i++)
+            ref[i] = (float)act_ref(g->act, g->alpha, (double)ref[i] + z[i]);
+        fv_conv2d_desc d = {.n = g->n,
+                            .h = g->h,
+                            .w = g->w,
+                            .c = g->c,
+                            .k = g->k,
+                            .r = g->r,
+                            .s = g->s,
+                            .stride_h = g->sh,
+                            .stride_w = g->sw,
+                            .pad_h = g->ph,
+                            .pad_w = g->pw,
+                            .groups = g->groups,
+                            .activation = g->act,
+                            .activation_alpha = g->alpha,
+                            .dtype = g->dt,
+                            .weights = w,
+                            .bias = g->bias ? b : NULL,
+                            .flags = FV_CONV2D_RESIDUAL};
+        fv_conv2d *op;
+        FV_ASSERT_OK(fv_conv2d_create(ctx, &d, &op));
+        fv_tensor *ti, *to, *tz;
+        fv_tensor_desc td = {.dtype = g->dt, .n = g->n, .h = g->h, .w = g->w, .c = g->c};
+        FV_ASSERT_OK(fv_tensor_create(ctx, &td, &ti));
+        td.h = P, td.w = Q, td.c = g->k;
+        FV_ASSERT_OK(fv_tensor_create(ctx, &td, &to));
+        FV_ASSERT_OK(fv_tensor_create(ctx, &td, &tz));
+        if (g->dt == FV_DTYPE_F16) {
+            fv_f32_to_f16_n(in, h, nin);
+            FV_ASSERT_OK(fv_tensor_upload(ctx, ti, h, nin * 2));
+            fv_f32_to_f16_n(z, h, nout);
+            FV_ASSERT_OK(fv_tensor_upload(ctx, tz, h, nout * 2));
+        } else {
+            FV_ASSERT_OK(fv_tensor_upload(ctx, ti, in, nin * 4));
+            FV_ASSERT_OK(fv_tensor_upload(ctx, tz, z, nout * 4));
+        }
+        FV_ASSERT_STATUS(fv_conv2d_forward(op, ti, to), FV_ERR_BAD_PARAM, "FV_CONV2D_RESIDUAL");
+        FV_ASSERT_STATUS(fv_conv2d_forward_residual(op, ti, to, to), FV_ERR_BAD_PARAM, "distinct");
+        if (g->c == g->k && P == g->h && Q == g->w)
+            FV_ASSERT_OK(fv_conv2d_forward_residual(op, ti, ti, to)); /* z: the input */
+        else
+            FV_ASSERT_STATUS(fv_conv2d_forward_residual(op, ti, ti, to), FV_ERR_BAD_SHAPE,
+                             "residual");
+        FV_ASSERT_OK(fv_conv2d_forward_residual(op, ti, tz, to));
+        if (g->dt == FV_DTYPE_F16) {
+            FV_ASSERT_OK(fv_tensor_download(ctx, to, h, nout * 2));
+            fv_f16_to_f32_n(h, out, nout);
+        } else {
+            FV_ASSERT_OK(fv_tensor_download(ctx, to, out, nout * 4));
+        }
+        double e = fv_test_rel_l2(out, ref, nout);
+        if (!(e <= (g->dt == FV_DTYPE_F16 ? 2e-3 : 1e-5))) fail_msg("case %zu: error %.3e", ci, e);
+        fv_tensor_destroy(ti), fv_tensor_destroy(to), fv_tensor_destroy(tz);
+        fv_conv2d_destroy(op);
+        /* an op without the flag refuses a residual */
+        d.flags = 0;
+        FV_ASSERT_OK(fv_conv2d_create(ctx, &d, &op));
+        td = (fv_tensor_desc){.dtype = g->dt, .n = g->n, .h = g->h, .w = g->w, .c = g->c};
+        FV_ASSERT_OK(fv_tensor_create(ctx, &td, &ti));
+        td.h = P, td.w = Q, td.c = g->k;
+        FV_ASSERT_OK(fv_tensor_create(ctx, &td, &to));
+        FV_ASSERT_OK(fv_tensor_create(ctx, &td, &tz));
+        FV_ASSERT_STATUS(fv_conv2d_forward_residual(op, ti, tz, to), FV_ERR_BAD_PARAM,
+                         "without FV_CONV2D_RESIDUAL");
+        fv_tensor_destroy(ti), fv_tensor_destroy(to), fv_tensor_destroy(tz);
+        fv_conv2d_destroy(op);
+        free(in), free(w), free(b), free(z), free(out), free(ref), free(h);
+    }
+    fv_context_destroy(ctx);
+}
+
 /* Forward allocates nothing: the pools' counters stand still over 50 runs,
  * on both paths (stencil: F32 C1 K1; planar: everything else). */
 static void test_conv_no_alloc(void **state) {
@@ -593,6 +696,7 @@ int main(void) {
         cmocka_unit_test(test_conv_round_flag), cmocka_unit_test(test_conv_f16_bits),
         cmocka_unit_test(test_conv_bad_desc),   cmocka_unit_test(test_conv_bad_tensors),
         cmocka_unit_test(test_conv_no_alloc),   cmocka_unit_test(test_conv_host_pool_exhausted),
+        cmocka_unit_test(test_conv_residual),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -221,6 +221,8 @@ static void test_fusion_matches_unfused(void **state) {
     FV_ASSERT_OK(fv_net_info_get(fused, &fi));
     FV_ASSERT_OK(fv_net_info_get(plain, &pi));
     assert_int_equal(fi.fused_bn, 2);
+    assert_int_equal(fi.fused_add, 1); /* add(c2, a) runs inside c2 */
+    assert_int_equal(pi.fused_add, 0);
     assert_true(fi.fused_act >= 2); /* relu1 into c1, relu2 into add, hsig into... */
     assert_true(fi.layers < pi.layers);
     assert_int_equal(pi.builder_layers, fi.builder_layers);

@@ -122,8 +122,9 @@ typedef enum fv_net_binary_op {
 
 /* out = act(a op b), broadcasting as numpy does: each of N, C, H, W equal
  * or 1 on one side (a (N,C,H,W) times b (N,C,1,1) is a squeeze-and-excitation
- * scale). An add right after a convolution whose output has no other
- * consumer is noted in the layer table (residual). */
+ * scale). An add of two same-shaped tensors, one of them made by a
+ * convolution with no other consumer, runs in that convolution (a residual:
+ * act(conv + bias + other), one kernel; the layer table shows "add"). */
 fv_status fv_net_add_binary(fv_net_builder *b, const char *name, fv_net_binary_op op, int a, int bt,
                             fv_activation act, float act_alpha, int *out);
 
@@ -282,7 +283,8 @@ typedef struct fv_net_info {
     size_t workspace_bytes;   /* the largest convolution workspace (the context's shared region) */
     int cuda_graph;           /* 1 when fv_net_forward replays a graph */
     int fused_bn, fused_act, inplace; /* what fusion and planning did */
-    uint32_t reserved[8];
+    int fused_add;                    /* residual adds run in their convolution's epilogue */
+    uint32_t reserved[7];
 } fv_net_info;
 
 fv_status fv_net_info_get(const fv_net *net, fv_net_info *out);

@@ -74,7 +74,13 @@ enum {
      * (it needs groups 1, dilation 1, C <= 32, K <= 64 and the
      * shared memory). With FV_CONV2D_AUTOTUNE, only its variants are timed.
      * The CPU backend ignores this flag and FV_CONV2D_NO_DIRECT. */
-    FV_CONV2D_DIRECT = 1u << 3
+    FV_CONV2D_DIRECT = 1u << 3,
+    /* The op adds a residual tensor before its activation:
+     * out = act(conv(in, W) + bias + residual), run with
+     * fv_conv2d_forward_residual (ResNet's "add, then ReLU" in the
+     * convolution's epilogue). fv_conv2d_forward is refused on such an op.
+     * The residual is its own entry in the device profile. */
+    FV_CONV2D_RESIDUAL = 1u << 4
 };
 
 /* Plans a convolution: checks the desc, converts the weights once (FP16,
@@ -92,6 +98,15 @@ void fv_conv2d_output_shape(const fv_conv2d *op, int *n, int *h, int *w, int *c)
  * and dtype and be distinct. No allocation; asynchronous on CUDA.
  * Returns FV_ERR_BAD_SHAPE, FV_ERR_BAD_PARAM, FV_ERR_CUDA/CUDNN. */
 fv_status fv_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+
+/* out = act(conv(in, W) + bias + residual), for an op created with
+ * FV_CONV2D_RESIDUAL. residual has the output's shape and dtype and must be
+ * distinct from out (not NULL; it may be in itself when the shapes match). On CUDA the add runs
+ * inside the convolution's fused graph where the engine takes it, else in its epilogue kernel; the
+ * sum is formed in FP32 before the activation and rounded once. Returns as fv_conv2d_forward, and
+ * FV_ERR_BAD_PARAM when the op was created without FV_CONV2D_RESIDUAL. */
+fv_status fv_conv2d_forward_residual(fv_conv2d *op, const fv_tensor *in, const fv_tensor *residual,
+                                     fv_tensor *out);
 
 /* How a convolution runs: the path and engine chosen at creation. */
 typedef struct fv_conv2d_info {
@@ -130,6 +145,9 @@ fv_status fv_conv2d_info_get(const fv_conv2d *op, fv_conv2d_info *out);
  * it, the first forward on a new pair does that work.
  * Returns FV_ERR_BAD_SHAPE, FV_ERR_BAD_PARAM, FV_ERR_CUDNN. */
 fv_status fv_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+/* fv_conv2d_bind for an FV_CONV2D_RESIDUAL op: the triple it will run on. */
+fv_status fv_conv2d_bind_residual(fv_conv2d *op, const fv_tensor *in, const fv_tensor *residual,
+                                  fv_tensor *out);
 
 /* Output size of one spatial dimension; 0 if the window does not fit. */
 int fv_conv_output_dim(int in, int kernel, int stride, int pad, int dilation);

@@ -210,8 +210,8 @@ fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filte
     if (d.format == 0) d.format = FV_PIXEL_RGB24;
     if (d.gain == 0.0f) d.gain = 1.0f;
     FV_TRY(check_desc(&d));
-    FV_REQUIRE((d.conv_flags & ~FV__CONV2D_FLAGS) == 0, FV_ERR_BAD_PARAM,
-               "filter: unknown conv_flags 0x%x", (unsigned)d.conv_flags);
+    FV_REQUIRE((d.conv_flags & ~(FV__CONV2D_FLAGS & ~(uint32_t)FV_CONV2D_RESIDUAL)) == 0,
+               FV_ERR_BAD_PARAM, "filter: unknown conv_flags 0x%x", (unsigned)d.conv_flags);
     fv_filter *f = calloc(1, sizeof *f);
     FV_REQUIRE(f, FV_ERR_OUT_OF_MEMORY, "filter: out of host memory");
     f->ctx = ctx;

@@ -84,9 +84,11 @@ struct fv_tensor {
     void *dev_data; /* what a GPU kernel uses (mapped alias for MAPPED pools) */
 };
 
-/* Every fv_conv2d_desc.flags bit the front end accepts (ops.c, filter.c). */
+/* Every fv_conv2d_desc.flags bit the front end accepts (ops.c); a filter
+ * takes them but FV_CONV2D_RESIDUAL (filter.c). */
 #define FV__CONV2D_FLAGS                                                                           \
-    ((uint32_t)(FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE | FV_CONV2D_NO_DIRECT | FV_CONV2D_DIRECT))
+    ((uint32_t)(FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE | FV_CONV2D_NO_DIRECT |                  \
+                FV_CONV2D_DIRECT | FV_CONV2D_RESIDUAL))
 
 struct fv_conv2d {
     fv_context *ctx;
@@ -137,12 +139,15 @@ typedef struct fv__backend {
     /* weights KCRS FP32 (K x C/groups x R x S), bias K or NULL. */
     fv_status (*conv2d_create)(fv_conv2d *op, const float *weights, const float *bias);
     void (*conv2d_destroy)(fv_conv2d *op);
-    fv_status (*conv2d_forward)(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+    /* res: the residual (FV_CONV2D_RESIDUAL ops; NULL otherwise). */
+    fv_status (*conv2d_forward)(fv_conv2d *op, const fv_tensor *in, const fv_tensor *res,
+                                fv_tensor *out);
     /* Optional: fills path/engine details (the front end has zeroed *out
      * and set path to the backend's name). */
     void (*conv2d_info)(const fv_conv2d *op, fv_conv2d_info *out);
     /* Optional: prepares forward for (in, out); arguments checked. */
-    fv_status (*conv2d_bind)(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+    fv_status (*conv2d_bind)(fv_conv2d *op, const fv_tensor *in, const fv_tensor *res,
+                             fv_tensor *out);
 
     /* desc normalized (strides filled). */
     fv_status (*pooling2d)(fv_context *ctx, const fv_pooling_desc *desc, const fv_tensor *in,

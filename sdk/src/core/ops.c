@@ -182,25 +182,49 @@ fv_status fv_conv2d_info_get(const fv_conv2d *op, fv_conv2d_info *out) {
     return FV_OK;
 }
 
-static fv_status conv_check_tensors(fv_conv2d *op, const fv_tensor *in, const fv_tensor *out) {
+static fv_status conv_check_tensors(fv_conv2d *op, const fv_tensor *in, const fv_tensor *res,
+                                    const fv_tensor *out) {
     const fv_conv2d_desc *d = &op->desc;
     FV_TRY(check_tensor("conv2d", "input", op->ctx, in, d->n, d->h, d->w, d->c, d->dtype));
     FV_TRY(check_tensor("conv2d", "output", op->ctx, out, d->n, op->p, op->q, d->k, d->dtype));
     FV_REQUIRE(in != out && in->data != out->data, FV_ERR_BAD_PARAM,
                "conv2d: input and output must be distinct tensors");
+    if (d->flags & FV_CONV2D_RESIDUAL) {
+        FV_REQUIRE(res, FV_ERR_BAD_PARAM,
+                   "conv2d: the op was created with FV_CONV2D_RESIDUAL: run it with "
+                   "fv_conv2d_forward_residual and a residual tensor");
+        FV_TRY(
+            check_tensor("conv2d", "residual", op->ctx, res, d->n, op->p, op->q, d->k, d->dtype));
+        FV_REQUIRE(res->data != out->data, FV_ERR_BAD_PARAM,
+                   "conv2d: the residual must be distinct from the output");
+    } else {
+        FV_REQUIRE(!res, FV_ERR_BAD_PARAM,
+                   "conv2d: a residual was given but the op was created without "
+                   "FV_CONV2D_RESIDUAL");
+    }
     return FV_OK;
 }
 
 fv_status fv_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out) {
+    return fv_conv2d_bind_residual(op, in, NULL, out);
+}
+
+fv_status fv_conv2d_bind_residual(fv_conv2d *op, const fv_tensor *in, const fv_tensor *residual,
+                                  fv_tensor *out) {
     FV_REQUIRE(op, FV_ERR_BAD_PARAM, "fv_conv2d_bind: op is NULL");
-    FV_TRY(conv_check_tensors(op, in, out));
-    return op->ctx->be->conv2d_bind ? op->ctx->be->conv2d_bind(op, in, out) : FV_OK;
+    FV_TRY(conv_check_tensors(op, in, residual, out));
+    return op->ctx->be->conv2d_bind ? op->ctx->be->conv2d_bind(op, in, residual, out) : FV_OK;
 }
 
 fv_status fv_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out) {
+    return fv_conv2d_forward_residual(op, in, NULL, out);
+}
+
+fv_status fv_conv2d_forward_residual(fv_conv2d *op, const fv_tensor *in, const fv_tensor *residual,
+                                     fv_tensor *out) {
     FV_REQUIRE(op, FV_ERR_BAD_PARAM, "fv_conv2d_forward: op is NULL");
-    FV_TRY(conv_check_tensors(op, in, out));
-    return op->ctx->be->conv2d_forward(op, in, out);
+    FV_TRY(conv_check_tensors(op, in, residual, out));
+    return op->ctx->be->conv2d_forward(op, in, residual, out);
 }
 
 /* ---- pooling ------------------------------------------------------------ */

@@ -772,5 +772,8 @@ void fv__conv2d_key(const fv_conv2d_desc *d, int has_bias, char *out, size_t n) 
              DEF1(d->n), d->h, d->w, d->c, d->k, d->r, d->s, DEF1(d->stride_h), DEF1(d->stride_w),
              d->pad_h, d->pad_w, DEF1(d->dilation_h), DEF1(d->dilation_w), DEF1(d->groups),
              (int)d->activation, al, has_bias ? 1 : 0, d->dtype == FV_DTYPE_F32 ? "f32" : "f16");
+    /* a residual op runs other graphs: its own entry (keys without it unchanged) */
+    size_t len = strlen(out);
+    if ((d->flags & FV_CONV2D_RESIDUAL) && len + 3 < n) memcpy(out + len, ":z1", 4);
 #undef DEF1
 }

@@ -40,12 +40,44 @@ static fv__nlayer *sole_producer(fuse_ctx *f, int t) {
     return &f->net->layers[p];
 }
 
+/* A residual add a + b (same shapes, an activation a convolution can run or
+ * none) into the convolution producing one side, which then adds the other
+ * (z) before its activation. Of two such convolutions the later one takes
+ * it: z must exist when it runs. 1 if done. */
+static int try_fuse_add(fuse_ctx *f, const fv__blayer *l) {
+    const fv_net_builder *b = f->b;
+    if (l->op != FV_NET_ADD || l->in[0] == l->in[1] || !conv_act(l->act)) return 0;
+    const fv__btensor *o = &b->tensors[l->out];
+    int best = -1, side = -1;
+    for (int j = 0; j < 2; j++) {
+        const fv__btensor *t = &b->tensors[l->in[j]];
+        if (t->n != o->n || t->c != o->c || t->h != o->h || t->w != o->w) return 0;
+        fv__nlayer *p = sole_producer(f, l->in[j]);
+        if (!p || p->kind != FV__L_CONV || p->act != FV_ACT_IDENTITY || p->res >= 0) continue;
+        int pi = (int)(p - f->net->layers), zi = f->producer[l->in[1 - j]];
+        if (zi >= pi) continue; /* z made after the convolution runs */
+        if (pi > best) best = pi, side = j;
+    }
+    if (best < 0) return 0;
+    fv__nlayer *p = &f->net->layers[best];
+    p->res = l->in[1 - side];
+    p->act = l->act, p->alpha = l->alpha, p->beta = l->beta;
+    add_fused(p, "add");
+    if (l->act != FV_ACT_IDENTITY) add_fused(p, fv_activation_name((fv_activation)l->act));
+    f->producer[l->out] = best;
+    p->out = l->out;
+    f->net->info.fused_add++;
+    return 1;
+}
+
 /* Tries to fold builder layer l into a net layer made earlier; 1 if done. */
 static int try_fuse(fuse_ctx *f, const fv__blayer *l) {
     if (f->net->flags & FV_NET_NO_FUSION) return 0;
     if (l->kind == FV__L_BN) {
         fv__nlayer *p = sole_producer(f, l->in[0]);
-        if (!p || p->kind != FV__L_CONV || p->act != FV_ACT_IDENTITY || p->in[1] >= 0) return 0;
+        if (!p || p->kind != FV__L_CONV || p->act != FV_ACT_IDENTITY || p->in[1] >= 0 ||
+            p->res >= 0)
+            return 0;
         p->in[1] = (int)(l - f->b->layers); /* the BN to fold (builder index) */
         add_fused(p, "bn");
     } else if (l->kind == FV__L_ACT) {
@@ -57,6 +89,8 @@ static int try_fuse(fuse_ctx *f, const fv__blayer *l) {
             return 0;
         p->act = l->act, p->alpha = l->alpha, p->beta = l->beta;
         add_fused(p, fv_activation_name((fv_activation)l->act));
+    } else if (l->kind == FV__L_BINARY) {
+        return try_fuse_add(f, l);
     } else {
         return 0;
     }
@@ -107,6 +141,7 @@ static fv_status build_layers(fv_net *net, fuse_ctx *f) {
         snprintf(n->name, sizeof n->name, "%s", l->name);
         n->in[0] = l->nin > 0 ? l->in[0] : -1;
         n->in[1] = l->kind == FV__L_BINARY ? l->in[1] : -1;
+        n->res = -1;
         n->out = l->out;
         n->act = l->act, n->alpha = l->alpha, n->beta = l->beta;
         if (l->kind == FV__L_BN) add_fused(n, "bn");
@@ -171,6 +206,7 @@ static fv_status plan_memory(fv_net *net) {
             int t = l->kind == FV__L_CONCAT ? l->b->in[j] : l->in[j];
             if (t >= 0 && T[t].last < i) T[t].last = i;
         }
+        if (l->kind == FV__L_CONV && l->res >= 0 && T[l->res].last < i) T[l->res].last = i;
     }
     int *parent = malloc(sizeof(int) * (size_t)nt);
     FV_REQUIRE(parent, FV_ERR_OUT_OF_MEMORY, "fv_net_create: out of host memory");
@@ -357,7 +393,8 @@ static fv_status build_conv(fv_net *net, fv__nlayer *l) {
                         .dtype = net->dtype,
                         .weights = w,
                         .bias = bias,
-                        .flags = (net->flags & FV_NET_AUTOTUNE) ? FV_CONV2D_AUTOTUNE : 0};
+                        .flags = ((net->flags & FV_NET_AUTOTUNE) ? FV_CONV2D_AUTOTUNE : 0) |
+                                 (l->res >= 0 ? FV_CONV2D_RESIDUAL : 0)};
     fv_status s = fv_conv2d_create(net->ctx, &d, &l->conv);
     free(wf), free(bf);
     return s;
@@ -368,7 +405,9 @@ static fv_status build_layer(fv_net *net, fv__nlayer *l) {
     switch (l->kind) {
     case FV__L_CONV:
         FV_TRY(build_conv(net, l));
-        return fv_conv2d_bind(l->conv, &net->tensors[l->in[0]].tview, &net->tensors[l->out].tview);
+        return fv_conv2d_bind_residual(l->conv, &net->tensors[l->in[0]].tview,
+                                       l->res >= 0 ? &net->tensors[l->res].tview : NULL,
+                                       &net->tensors[l->out].tview);
     case FV__L_CONVT:
         FV_TRY(upload_floats(net, b->w, (int)b->nw, &l->consts[0]));
         if (b->bias) FV_TRY(upload_floats(net, b->bias, b->k, &l->consts[1]));

@@ -76,7 +76,9 @@ typedef struct fv__nlayer {
     fv__lkind kind;
     char name[64];
     char fused[48];
-    int in[2]; /* tensor ids (binary: a, b); concat: b->in */
+    int in[2]; /* tensor ids (binary: a, b); concat: b->in; conv: in[1] the folded BN's
+                  builder index, or -1 */
+    int res;   /* conv: the residual tensor added before the activation (a fused add), or -1 */
     int out;   /* tensor id written */
     /* conv / fc */
     fv_conv2d *conv;

@@ -32,7 +32,8 @@ fv_status fv__net_run_layer(fv_net *net, int i) {
     const fv__view *in = l->in[0] >= 0 ? &T[l->in[0]].view : NULL;
     switch (l->kind) {
     case FV__L_CONV:
-        return fv_conv2d_forward(l->conv, &T[l->in[0]].tview, &T[l->out].tview);
+        return fv_conv2d_forward_residual(l->conv, &T[l->in[0]].tview,
+                                          l->res >= 0 ? &T[l->res].tview : NULL, &T[l->out].tview);
     case FV__L_CONVT: {
         fv__convt_params p = {.r = b->r,
                               .s = b->s,

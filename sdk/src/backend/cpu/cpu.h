@@ -32,7 +32,8 @@ static inline void fv__cpu_store(fv_tensor *t, size_t i, float v) {
 
 fv_status fv__cpu_conv2d_create(fv_conv2d *op, const float *weights, const float *bias);
 void fv__cpu_conv2d_destroy(fv_conv2d *op);
-fv_status fv__cpu_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+fv_status fv__cpu_conv2d_forward(fv_conv2d *op, const fv_tensor *in, const fv_tensor *res,
+                                 fv_tensor *out);
 fv_status fv__cpu_pooling2d(fv_context *ctx, const fv_pooling_desc *d, const fv_tensor *in,
                             fv_tensor *out);
 fv_status fv__cpu_add(fv_context *ctx, const fv_tensor *a, const fv_tensor *b, fv_tensor *out,

@@ -336,8 +336,25 @@ FV_CLONES static void store_row(const fv_conv2d *op, const cpu_conv *st, fv_tens
 }
 
 /* Accumulates, activates and stores output row (n, p). */
+/* Adds row (n, p) of residual z (NHWC, the output's shape) to channel k's
+ * Q accumulators. */
+static void add_residual(const fv_conv2d *op, const fv_tensor *z, int n, int p, int k,
+                         float *restrict acc) {
+    const size_t cs = (size_t)z->shape.c_stored, Q = (size_t)op->q;
+    const size_t o0 = (((size_t)n * op->p + p) * Q) * cs + (size_t)k;
+    if (z->shape.dtype == FV_DTYPE_F32) {
+        const float *zf = (const float *)z->data + o0;
+        for (size_t q = 0; q < Q; q++)
+            acc[q] += zf[q * cs];
+    } else {
+        const fv_half *zh = (const fv_half *)z->data + o0;
+        for (size_t q = 0; q < Q; q++)
+            acc[q] += h2f(zh[q * cs]);
+    }
+}
+
 FV_CLONES static void planar_row(const fv_conv2d *op, cpu_conv *st, const fv_tensor *in,
-                                 fv_tensor *out, int n, int p) {
+                                 const fv_tensor *z, fv_tensor *out, int n, int p) {
     const fv_conv2d_desc *d = &op->desc;
     const int R = d->r, S = d->s, K = d->k, Q = op->q, sw = d->stride_w, dw = d->dilation_w;
     const int cg = d->c / d->groups, kg = K / d->groups;
@@ -376,6 +393,7 @@ FV_CLONES static void planar_row(const fv_conv2d *op, cpu_conv *st, const fv_ten
             }
         }
         taps_run(acc, Q, sw, nt, wt, pt, set); /* nt may be 0: all rows in the padding */
+        if (z) add_residual(op, z, n, p, k, acc);
         finish_row(acc, Q, d->activation, d->activation_alpha, st->round_f16);
     }
     store_row(op, st, out, n, p);
@@ -393,8 +411,10 @@ fv_status fv__cpu_conv2d_create(fv_conv2d *op, const float *weights, const float
     FV_REQUIRE(st, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
     int round_w = (ctx->flags & FV_CONTEXT_CPU_ROUND_F16) || d->dtype == FV_DTYPE_F16;
     st->round_f16 = (ctx->flags & FV_CONTEXT_CPU_ROUND_F16) && d->dtype == FV_DTYPE_F32;
-    st->path = d->dtype == FV_DTYPE_F32 && d->c == 1 && d->k == 1 && d->stride_w == 1 ? PATH_STENCIL
-                                                                                      : PATH_PLANAR;
+    st->path = d->dtype == FV_DTYPE_F32 && d->c == 1 && d->k == 1 && d->stride_w == 1 &&
+                       !(d->flags & FV_CONV2D_RESIDUAL)
+                   ? PATH_STENCIL
+                   : PATH_PLANAR;
     const size_t nw = (size_t)d->k * (d->c / d->groups) * d->r * d->s;
     size_t ring = 0, acc = 0, hin = 0, hout = 0;
     if (st->path == PATH_PLANAR) {
@@ -446,7 +466,8 @@ void fv__cpu_conv2d_destroy(fv_conv2d *op) {
     op->be_state = NULL;
 }
 
-fv_status fv__cpu_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out) {
+fv_status fv__cpu_conv2d_forward(fv_conv2d *op, const fv_tensor *in, const fv_tensor *res,
+                                 fv_tensor *out) {
     cpu_conv *st = op->be_state;
     const fv_conv2d_desc *d = &op->desc;
     if (st->path == PATH_STENCIL) {
@@ -462,6 +483,6 @@ fv_status fv__cpu_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *
         st->tags[i] = -1; /* the input is new */
     for (int n = 0; n < d->n; n++)
         for (int p = 0; p < op->p; p++)
-            planar_row(op, st, in, out, n, p);
+            planar_row(op, st, in, res, out, n, p);
     return FV_OK;
 }

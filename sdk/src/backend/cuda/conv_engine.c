@@ -52,7 +52,7 @@
 #define MAX_FORMS 8
 
 typedef struct vp_entry {
-    const void *x;
+    const void *x, *z;
     void *y;
     void *ws;
     fv__bdesc vp;
@@ -251,17 +251,21 @@ static int warm_up(fv_conv2d *op, conv_state *st) {
     fv_pool *dev = ctx->pools[FV_POOL_DEVICE];
     size_t xb = (size_t)d->n * d->h * d->w * st->c.f.cs * 2;
     size_t yb = (size_t)d->n * op->p * op->q * st->c.f.kp * 2;
-    void *x = NULL, *y = NULL, *ws = fv__cuda_state_of(ctx)->ws;
+    void *x = NULL, *y = NULL, *z = NULL, *ws = fv__cuda_state_of(ctx)->ws;
+    int res = (d->flags & FV_CONV2D_RESIDUAL) != 0;
     fv__bdesc vp = NULL;
     char saved[512];
     snprintf(saved, sizeof saved, "%s", fv_last_error());
     int ran = 0;
     if (fv_pool_alloc(dev, xb, &x) == FV_OK && fv_pool_alloc(dev, yb, &y) == FV_OK &&
+        (!res || (fv_pool_alloc(dev, yb, &z) == FV_OK &&
+                  cudaMemsetAsync(z, 0, yb, fv__cuda_stream(ctx)) == cudaSuccess)) &&
         cudaMemsetAsync(x, 0, xb, fv__cuda_stream(ctx)) == cudaSuccess) {
         const void *gb = fv__conv_graph_bias(st->c.path, op->has_bias, st->b, st->c.f.kp);
         int ok = !fv__conv_uses_graph(st->c.path) ||
-                 fv__conv_variant_pack(x, st->w, y, gb, ws, &vp) == CUDNN_STATUS_SUCCESS;
-        ok = ok && fv__conv_run(op, &st->c, &st->l, vp, x, y, st->w, st->b, ws) == FV_OK;
+                 fv__conv_variant_pack(x, st->w, y, gb, fv__conv_graph_z(st->c.path, z), ws, &vp) ==
+                     CUDNN_STATUS_SUCCESS;
+        ok = ok && fv__conv_run(op, &st->c, &st->l, vp, x, y, z, st->w, st->b, ws) == FV_OK;
         ok = ok && cudaStreamSynchronize(fv__cuda_stream(ctx)) == cudaSuccess;
         ran = ok ? 1 : -1;
     }
@@ -273,6 +277,7 @@ static int warm_up(fv_conv2d *op, conv_state *st) {
     if (vp) cudnnBackendDestroyDescriptor(vp);
     fv_pool_free(dev, x);
     fv_pool_free(dev, y);
+    fv_pool_free(dev, z);
     fv__error(FV_OK, "%s", saved);
     return ran;
 }
@@ -488,10 +493,11 @@ void fv__cuda_conv2d_destroy(fv_conv2d *op) {
 }
 
 /* ---- forward --------------------------------------------------------------- */
-static fv_status variant_pack(fv_conv2d *op, conv_state *st, const void *x, void *y, void *ws,
-                              fv__bdesc *out) {
+static fv_status variant_pack(fv_conv2d *op, conv_state *st, const void *x, const void *z, void *y,
+                              void *ws, fv__bdesc *out) {
     for (int i = 0; i < VP_CACHE; i++)
-        if (st->vps[i].vp && st->vps[i].x == x && st->vps[i].y == y && st->vps[i].ws == ws) {
+        if (st->vps[i].vp && st->vps[i].x == x && st->vps[i].y == y && st->vps[i].z == z &&
+            st->vps[i].ws == ws) {
             *out = st->vps[i].vp;
             return FV_OK;
         }
@@ -500,34 +506,32 @@ static fv_status variant_pack(fv_conv2d *op, conv_state *st, const void *x, void
     if (e->vp) cudnnBackendDestroyDescriptor(e->vp);
     e->vp = NULL;
     FV_CUDNN_TRY(fv__conv_variant_pack(
-        x, st->w, y, fv__conv_graph_bias(st->c.path, op->has_bias, st->b, st->c.f.kp), ws, &e->vp));
+        x, st->w, y, fv__conv_graph_bias(st->c.path, op->has_bias, st->b, st->c.f.kp),
+        fv__conv_graph_z(st->c.path, z), ws, &e->vp));
     e->x = x;
+    e->z = z;
     e->y = y;
     e->ws = ws;
     *out = e->vp;
     return FV_OK;
 }
 
-fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out) {
+fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, const fv_tensor *res,
+                                  fv_tensor *out) {
     conv_state *st = op->be_state;
     void *ws = fv__cuda_state_of(op->ctx)->ws;
-    const void *x = fv__tensor_ptr(in);
+    const void *x = fv__tensor_ptr(in), *z = res ? fv__tensor_ptr(res) : NULL;
     void *y = fv__tensor_ptr(out);
     fv__bdesc vp = NULL;
-    if (fv__conv_uses_graph(st->c.path)) FV_TRY(variant_pack(op, st, x, y, ws, &vp));
-    return fv__conv_run(op, &st->c, &st->l, vp, x, y, st->w, st->b, ws);
+    if (fv__conv_uses_graph(st->c.path)) FV_TRY(variant_pack(op, st, x, z, y, ws, &vp));
+    return fv__conv_run(op, &st->c, &st->l, vp, x, y, z, st->w, st->b, ws);
 }
 
-fv_status fv__cuda_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out) {
-    conv_state *st = op->be_state;
-    fv__bdesc vp = NULL;
-    void *ws = fv__cuda_state_of(op->ctx)->ws;
-    if (fv__conv_uses_graph(st->c.path))
-        FV_TRY(variant_pack(op, st, fv__tensor_ptr(in), fv__tensor_ptr(out), ws, &vp));
+fv_status fv__cuda_conv2d_bind(fv_conv2d *op, const fv_tensor *in, const fv_tensor *res,
+                               fv_tensor *out) {
     /* one run with exactly these pointers: cuDNN finishes per-binding set-up
      * at the first execution */
-    FV_TRY(fv__conv_run(op, &st->c, &st->l, vp, fv__tensor_ptr(in), fv__tensor_ptr(out), st->w,
-                        st->b, ws));
+    FV_TRY(fv__cuda_conv2d_forward(op, in, res, out));
     FV_CUDA_TRY(cudaStreamSynchronize(fv__cuda_stream(op->ctx)));
     return FV_OK;
 }

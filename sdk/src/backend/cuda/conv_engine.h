@@ -67,10 +67,16 @@ static inline const void *fv__conv_graph_bias(fv__engine_path p, int has_bias, c
     return p == FV__PATH_GRAPH_PW ? fv__conv_bias_f32(b, kp) : b;
 }
 
+/* The residual pointer a candidate's variant pack binds: graph paths but
+ * graph-split (whose epilogue kernel adds it) take it in the graph. */
+static inline const void *fv__conv_graph_z(fv__engine_path p, const void *z) {
+    return p == FV__PATH_GRAPH_SPLIT || !fv__conv_uses_graph(p) ? NULL : z;
+}
+
 /* Descriptors of one graph, destroyed together. */
 typedef struct fv__conv_graph {
-    fv__bdesc t[6]; /* x, w, b, y, t1, t2 */
-    fv__bdesc conv, conv_op, pw[2], pw_op[2];
+    fv__bdesc t[8]; /* x, w, b, y, t1, t2, z, t3 */
+    fv__bdesc conv, conv_op, pw[3], pw_op[3];
     fv__bdesc graph;
 } fv__conv_graph;
 
@@ -80,8 +86,8 @@ typedef struct fv__conv_graph {
  * plans of the old graphs are then refused and compiled anew. */
 #define FV__CONV_GRAPH_REV 1
 
-/* The graph of a path: graph (conv -> bias add -> activation, FP32
- * intermediates, FP16 bias), graph-split (the convolution alone: bias and
+/* The graph of a path: graph (conv -> bias add -> residual add (an
+ * FV_CONV2D_RESIDUAL op) -> activation, FP32 intermediates, FP16 bias), graph-split (the convolution alone: bias and
  * activation left to the epilogue kernel), graph-pw (as graph with an FP32
  * bias; an identity tail when the op has neither bias nor activation) or
  * graph-pw16 (as graph with FP16 intermediates). */
@@ -123,16 +129,17 @@ int fv__conv_legacy_fusable(const fv_conv2d *op, cudnnConvolutionFwdAlgo_t algo)
 const char *fv__conv_algo_name(int algo);
 
 /* A variant pack binding device pointers to the graph's tensors; b: the
- * bias tensor's (fv__conv_graph_bias), NULL when the graph has none. */
-cudnnStatus_t fv__conv_variant_pack(const void *x, const void *w, void *y, const void *b, void *ws,
-                                    fv__bdesc *vp);
+ * bias tensor's (fv__conv_graph_bias), NULL when the graph has none; z: the
+ * residual's (fv__conv_graph_z), NULL when the graph has none. */
+cudnnStatus_t fv__conv_variant_pack(const void *x, const void *w, void *y, const void *b,
+                                    const void *z, void *ws, fv__bdesc *vp);
 /* Runs a candidate once on the context's stream: graph candidates through vp
  * (made for the same pointers), legacy and legacy-fused ones through l (b: kp
  * halves, zeros when the op has no bias); then the epilogue the path needs.
- * No host allocation. */
+ * z: the residual (FV_CONV2D_RESIDUAL ops), else NULL. No host allocation. */
 fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_legacy *l,
-                       fv__bdesc vp, const void *x, void *y, const void *w, const void *b,
-                       void *ws);
+                       fv__bdesc vp, const void *x, void *y, const void *z, const void *w,
+                       const void *b, void *ws);
 
 /* ---- candidates (conv_cands.c) ----------------------------------------- */
 /* Destroys c's plan (if any). */

@@ -15,6 +15,8 @@
 #define UID_Y  4
 #define UID_T1 5
 #define UID_T2 6
+#define UID_Z  7
+#define UID_T3 8
 
 #define TRY_BE(call)                                                                               \
     do {                                                                                           \
@@ -86,11 +88,11 @@ static cudnnStatus_t make_pointwise(fv__bdesc *op, fv__bdesc *pw, cudnnPointwise
 
 void fv__conv_graph_destroy(fv__conv_graph *g) {
     destroy(&g->graph);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         destroy(&g->pw_op[i]), destroy(&g->pw[i]);
     destroy(&g->conv_op);
     destroy(&g->conv);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 8; i++)
         destroy(&g->t[i]);
 }
 
@@ -126,11 +128,12 @@ cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f,
         pw16 = path == FV__PATH_GRAPH_PW16;
     int has_act = d->activation != FV_ACT_IDENTITY && !bare;
     int has_bias = op->has_bias && !bare;
+    int has_z = (d->flags & FV_CONV2D_RESIDUAL) && !bare;
     /* graph-pw: runtime-fusion engines (H100, cuDNN 9.19: eng4, up to 1.4x
      * faster than the best conv-only engine on 128x128x128 -> 128 7x7) take a
      * graph only with a pointwise op after the conv, all of whose operands
      * have one type: an FP16 bias next to FP32 intermediates keeps them out */
-    int ident = HAVE_IDENTITY && pw && !has_bias && !has_act;
+    int ident = HAVE_IDENTITY && pw && !has_bias && !has_act && !has_z;
     cudnnDataType_t half = CUDNN_DATA_HALF, flt = CUDNN_DATA_FLOAT;
     /* graph-pw16: every operand FP16 (the other way to one type) */
     cudnnDataType_t inter = pw16 ? half : flt;
@@ -142,7 +145,8 @@ cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f,
     if (has_bias) TRY_BE(make_tensor(&g->t[2], UID_B, pw ? flt : half, 1, f->kp, 1, 1, f->kp, 0));
     TRY_BE(make_tensor(&g->t[3], UID_Y, half, d->n, f->kp, op->p, op->q, f->kp, 0));
     fv__bdesc conv_out = g->t[3];
-    if (has_bias || has_act || ident) { /* a virtual FP32 intermediate feeds the epilogue */
+    if (has_z) TRY_BE(make_tensor(&g->t[6], UID_Z, half, d->n, f->kp, op->p, op->q, f->kp, 0));
+    if (has_bias || has_act || ident || has_z) { /* a virtual intermediate feeds the epilogue */
         TRY_BE(make_tensor(&g->t[4], UID_T1, inter, d->n, f->kp, op->p, op->q, f->kp, 1));
         conv_out = g->t[4];
     }
@@ -166,17 +170,27 @@ cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f,
                         &beta));
         TRY_BE(cudnnBackendFinalize(*c));
     }
-    fv__bdesc ops[3] = {g->conv_op, NULL, NULL};
+    fv__bdesc ops[4] = {g->conv_op, NULL, NULL, NULL};
     int k = 1;
     fv__bdesc cur = conv_out;
     if (has_bias) {
         fv__bdesc out = g->t[3];
-        if (has_act) {
+        if (has_act || has_z) {
             TRY_BE(make_tensor(&g->t[5], UID_T2, inter, d->n, f->kp, op->p, op->q, f->kp, 1));
             out = g->t[5];
         }
         TRY_BE(make_pointwise(&g->pw_op[0], &g->pw[0], CUDNN_POINTWISE_ADD, d, cur, g->t[2], out));
         ops[k++] = g->pw_op[0];
+        cur = out;
+    }
+    if (has_z) { /* the residual, before the activation */
+        fv__bdesc out = g->t[3];
+        if (has_act) {
+            TRY_BE(make_tensor(&g->t[7], UID_T3, inter, d->n, f->kp, op->p, op->q, f->kp, 1));
+            out = g->t[7];
+        }
+        TRY_BE(make_pointwise(&g->pw_op[2], &g->pw[2], CUDNN_POINTWISE_ADD, d, cur, g->t[6], out));
+        ops[k++] = g->pw_op[2];
         cur = out;
     }
     if (has_act) {
@@ -360,7 +374,7 @@ static int legacy_activation(fv_activation a) {
 /* Whether op has anything for the fused call to do, and cuDNN can do it. */
 static int legacy_fused_wanted(const fv_conv2d *op) {
     const fv_conv2d_desc *d = &op->desc;
-    return (op->has_bias || d->activation != FV_ACT_IDENTITY) &&
+    return (op->has_bias || d->activation != FV_ACT_IDENTITY || (d->flags & FV_CONV2D_RESIDUAL)) &&
            legacy_activation(d->activation) >= 0;
 }
 

@@ -28,11 +28,13 @@ static int cmp_float(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-cudnnStatus_t fv__conv_variant_pack(const void *x, const void *w, void *y, const void *b, void *ws,
-                                    fv__bdesc *vp) {
-    int64_t uids[4] = {1, 2, 4, 3}; /* X, W, Y, B */
-    void *ptrs[4] = {(void *)x, (void *)w, y, (void *)b};
-    int64_t n = b ? 4 : 3;
+cudnnStatus_t fv__conv_variant_pack(const void *x, const void *w, void *y, const void *b,
+                                    const void *z, void *ws, fv__bdesc *vp) {
+    int64_t uids[5] = {1, 2, 4}; /* X, W, Y, then B and Z when bound */
+    void *ptrs[5] = {(void *)x, (void *)w, y};
+    int64_t n = 3;
+    if (b) uids[n] = 3, ptrs[n++] = (void *)b;
+    if (z) uids[n] = 7, ptrs[n++] = (void *)z;
     cudnnStatus_t s = cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, vp);
     if (!s)
         s = cudnnBackendSetAttribute(*vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n,
@@ -52,8 +54,8 @@ cudnnStatus_t fv__conv_variant_pack(const void *x, const void *w, void *y, const
 }
 
 fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_legacy *l,
-                       fv__bdesc vp, const void *x, void *y, const void *w, const void *b,
-                       void *ws) {
+                       fv__bdesc vp, const void *x, void *y, const void *z, const void *w,
+                       const void *b, void *ws) {
     fv_context *ctx = op->ctx;
     const fv_conv2d_desc *d = &op->desc;
     cudnnHandle_t h = fv__cuda_cudnn(ctx);
@@ -63,41 +65,48 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
     if (c->path == FV__PATH_GRAPH_SPLIT) {
         FV_CUDNN_TRY(cudnnBackendExecute(h, c->plan, vp));
         return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k,
-                                      op->has_bias ? b : NULL, d->activation, d->activation_alpha,
-                                      early);
+                                      op->has_bias ? b : NULL, z, d->activation,
+                                      d->activation_alpha, early);
     }
     if (c->path == FV__PATH_GRAPH || c->path == FV__PATH_GRAPH_PW ||
         c->path == FV__PATH_GRAPH_PW16) {
         FV_CUDNN_TRY(cudnnBackendExecute(h, c->plan, vp));
         if (d->activation == FV_ACT_SIGMOID && c->f.kp > d->k)
             return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL,
-                                          FV_ACT_IDENTITY, 0.0f, early);
+                                          NULL, FV_ACT_IDENTITY, 0.0f, early);
         return FV_OK;
     }
-    if (c->path == FV__PATH_DIRECT)
-        return fv__conv_direct_run(fv__cuda_stream(ctx), &c->dg, x, y, w,
-                                   op->has_bias ? fv__conv_bias_f32(b, c->f.kp) : NULL,
-                                   d->activation, d->activation_alpha);
-    if (c->path == FV__PATH_GEMM)
-        return fv__conv_gemm_run(fv__cuda_stream(ctx), &c->gg, x, y, w,
-                                 op->has_bias ? fv__conv_bias_f32(b, c->f.kp) : NULL, d->activation,
-                                 d->activation_alpha, ws);
-    float alpha = 1.0f, beta = 0.0f;
+    /* fovea's kernels: with a residual, the bias inside, then the add and
+     * the activation in the epilogue */
+    fv_activation kact = z ? FV_ACT_IDENTITY : d->activation;
+    if (c->path == FV__PATH_DIRECT || c->path == FV__PATH_GEMM) {
+        const void *bf = op->has_bias ? fv__conv_bias_f32(b, c->f.kp) : NULL;
+        if (c->path == FV__PATH_DIRECT)
+            FV_TRY(fv__conv_direct_run(fv__cuda_stream(ctx), &c->dg, x, y, w, bf, kact,
+                                       d->activation_alpha));
+        else
+            FV_TRY(fv__conv_gemm_run(fv__cuda_stream(ctx), &c->gg, x, y, w, bf, kact,
+                                     d->activation_alpha, ws));
+        if (!z) return FV_OK;
+        return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL, z,
+                                      d->activation, d->activation_alpha, early);
+    }
+    float alpha = 1.0f, beta = 0.0f, alpha2 = z ? 1.0f : 0.0f;
     if (c->path == FV__PATH_LEGACY_FUSED) {
-        /* y = act(1 * conv(x, w) + 0 * z + b): no residual, so z is y with
-         * alpha2 0 (cuDNN wants a z tensor even then) */
+        /* y = act(1 * conv(x, w) + alpha2 * z + b); without a residual z is
+         * y with alpha2 0 (cuDNN wants a z tensor even then) */
         FV_CUDNN_TRY(cudnnConvolutionBiasActivationForward(h, &alpha, l->x, x, l->w, w, l->c,
-                                                           c->algo, ws, c->ws, &beta, l->y, y, l->b,
-                                                           b, l->act, l->y, y));
+                                                           c->algo, ws, c->ws, &alpha2, l->y,
+                                                           z ? z : y, l->b, b, l->act, l->y, y));
         if (d->activation == FV_ACT_SIGMOID && c->f.kp > d->k)
             return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL,
-                                          FV_ACT_IDENTITY, 0.0f, early);
+                                          NULL, FV_ACT_IDENTITY, 0.0f, early);
         return FV_OK;
     }
     FV_CUDNN_TRY(cudnnConvolutionForward(h, &alpha, l->x, x, l->w, w, l->c, c->algo, ws, c->ws,
                                          &beta, l->y, y));
     return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k,
-                                  op->has_bias ? b : NULL, d->activation, d->activation_alpha,
+                                  op->has_bias ? b : NULL, z, d->activation, d->activation_alpha,
                                   early);
 }
 
@@ -105,7 +114,7 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
  * weights and bias, the workspace, the L2 scrubber (NULL: timing warm) and
  * a pair of events. */
 typedef struct tune_bench {
-    const void *x, *w, *b;
+    const void *x, *w, *b, *z; /* z: the residual scratch (FV_CONV2D_RESIDUAL), else NULL */
     void *y, *ws, *scrub;
     size_t scrub_bytes;
     cudaEvent_t e0, e1;
@@ -118,8 +127,8 @@ static cudnnStatus_t bench_pack(const fv_conv2d *op, const fv__conv_cand *c, con
     *vp = NULL;
     if (!fv__conv_uses_graph(c->path)) return CUDNN_STATUS_SUCCESS;
     return fv__conv_variant_pack(tb->x, tb->w, tb->y,
-                                 fv__conv_graph_bias(c->path, op->has_bias, tb->b, c->f.kp), tb->ws,
-                                 vp);
+                                 fv__conv_graph_bias(c->path, op->has_bias, tb->b, c->f.kp),
+                                 fv__conv_graph_z(c->path, tb->z), tb->ws, vp);
 }
 
 /* One timed run of c from a cold L2 (scrubbed with byte `fill` first, as a
@@ -130,7 +139,7 @@ static fv_status timed_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv
     cudaStream_t stream = fv__cuda_stream(op->ctx);
     if (tb->scrub) cudaMemsetAsync(tb->scrub, fill, tb->scrub_bytes, stream);
     cudaEventRecord(tb->e0, stream);
-    fv_status s = fv__conv_run(op, c, l, vp, tb->x, tb->y, tb->w, tb->b, tb->ws);
+    fv_status s = fv__conv_run(op, c, l, vp, tb->x, tb->y, tb->z, tb->w, tb->b, tb->ws);
     cudaEventRecord(tb->e1, stream);
     if (s == FV_OK && (cudaEventSynchronize(tb->e1) != cudaSuccess ||
                        cudaEventElapsedTime(ms, tb->e0, tb->e1) != cudaSuccess))
@@ -169,7 +178,7 @@ static void refine(fv_conv2d *op, const fv__conv_cand *cands, const fv__conv_leg
         for (int q = 0; ok && q < k; q++) {
             const int j = (r + q) % k;
             const fv__conv_cand *c = &cands[fin[j]];
-            ok = fv__conv_run(op, c, legacy, vp[j], tb->x, tb->y, tb->w, tb->b, tb->ws) ==
+            ok = fv__conv_run(op, c, legacy, vp[j], tb->x, tb->y, tb->z, tb->w, tb->b, tb->ws) ==
                  FV_OK; /* untimed */
             for (int i = 0; ok && i < REFINE_BLOCK; i++)
                 ok = timed_run(op, c, legacy, vp[j], tb, i, &t[j][r * REFINE_BLOCK + i]) == FV_OK;
@@ -211,9 +220,14 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
         if (cands[i].path == FV__PATH_GEMM && fv__conv_gemm_counter_bytes(&cands[i].gg) > cb)
             cb = fv__conv_gemm_counter_bytes(&cands[i].gg);
     }
-    void *x = NULL, *y = NULL, *ws = NULL, *counters = NULL;
+    void *x = NULL, *y = NULL, *z = NULL, *ws = NULL, *counters = NULL;
     fv_status s = fv_pool_alloc(dev, xb, &x);
     if (s == FV_OK) s = fv_pool_alloc(dev, yb, &y);
+    if (s == FV_OK && (d->flags & FV_CONV2D_RESIDUAL)) {
+        s = fv_pool_alloc(dev, yb, &z);
+        cudaError_t e = s == FV_OK ? cudaMemsetAsync(z, 0, yb, stream) : cudaSuccess;
+        if (e != cudaSuccess) s = fv__cuda_fail(e, "autotune residual", __FILE__, __LINE__);
+    }
     if (s == FV_OK && wsb) s = fv_pool_alloc(dev, wsb, &ws);
     /* the GEMM's tile counters: zero, and the kernel leaves them zero */
     if (s == FV_OK && cb) s = fv_pool_alloc(dev, cb, &counters);
@@ -257,6 +271,7 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
                            .w = w,
                            .b = b,
                            .y = y,
+                           .z = z,
                            .ws = ws,
                            .scrub = scrub,
                            .scrub_bytes = scrub_bytes,
@@ -268,7 +283,7 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
         fv__bdesc vp = NULL;
         if (bench_pack(op, &cands[i], &tb, &vp) != CUDNN_STATUS_SUCCESS) continue;
         for (int k = 0; rs == FV_OK && k < TUNE_WARMUP; k++)
-            rs = fv__conv_run(op, &cands[i], legacy, vp, x, y, w, b, ws);
+            rs = fv__conv_run(op, &cands[i], legacy, vp, x, y, z, w, b, ws);
         for (int k = 0; rs == FV_OK && k < TUNE_RUNS; k++)
             rs = timed_run(op, &cands[i], legacy, vp, &tb, k, &t[k]);
         if (vp) cudnnBackendDestroyDescriptor(vp);
@@ -292,6 +307,7 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
     free(hx);
     fv_pool_free(dev, x);
     fv_pool_free(dev, y);
+    fv_pool_free(dev, z);
     fv_pool_free(dev, ws);
     fv_pool_free(dev, scrub);
     fv_pool_free(dev, counters);

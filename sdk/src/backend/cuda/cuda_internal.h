@@ -74,8 +74,10 @@ fv_status fv__cuda_edge(fv_context *ctx, const fv_tensor *in, int pairs, const f
 /* Convolution (cuda_conv.c). */
 fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const float *bias);
 void fv__cuda_conv2d_destroy(fv_conv2d *op);
-fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
-fv_status fv__cuda_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
+fv_status fv__cuda_conv2d_forward(fv_conv2d *op, const fv_tensor *in, const fv_tensor *res,
+                                  fv_tensor *out);
+fv_status fv__cuda_conv2d_bind(fv_conv2d *op, const fv_tensor *in, const fv_tensor *res,
+                               fv_tensor *out);
 void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out);
 
 /* cuda_async.c: fv_pipeline's streams, events, copies and graphs (see the

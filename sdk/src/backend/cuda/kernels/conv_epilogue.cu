@@ -11,11 +11,15 @@ constexpr int UNROLL = 4; /* 16-byte vectors a thread has in flight */
 /* One 16-byte vector: 8 channels c0..c0+7 of a pixel (kp is a multiple of
  * 8). ACT < 0: only the padding lanes (c >= k) are cleared. */
 template <int ACT>
-__device__ __forceinline__ uint4 apply(uint4 v, int c0, int k, const __half *bias, float alpha) {
+__device__ __forceinline__ uint4 apply(uint4 v, int c0, int k, const __half *bias, const uint4 *zv,
+                                       float alpha) {
     __half *h = reinterpret_cast<__half *>(&v);
     __align__(16) __half b[8];
+    __align__(16) uint4 zz = {};
+    const __half *z = reinterpret_cast<const __half *>(&zz);
     if (ACT >= 0 && bias)
         *reinterpret_cast<uint4 *>(b) = *reinterpret_cast<const uint4 *>(bias + c0);
+    if (ACT >= 0 && zv) zz = *zv;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
         const int c = c0 + j;
@@ -24,6 +28,7 @@ __device__ __forceinline__ uint4 apply(uint4 v, int c0, int k, const __half *bia
         } else if (ACT >= 0) {
             float x = __half2float(h[j]);
             if (bias) x += __half2float(b[j]);
+            if (zv) x += __half2float(z[j]);
             h[j] = __float2half_rn(fv__act(ACT, alpha, x));
         }
     }
@@ -34,7 +39,8 @@ __device__ __forceinline__ uint4 apply(uint4 v, int c0, int k, const __half *bia
  * output of a large convolution is read once: latency, not arithmetic). */
 template <int ACT>
 __global__ void __launch_bounds__(THREADS)
-    epilogue_kernel(uint4 *y, size_t vecs, int kv, int k, const __half *bias, float alpha) {
+    epilogue_kernel(uint4 *y, size_t vecs, int kv, int k, const __half *bias, const uint4 *z,
+                    float alpha) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* launched early (programmatic dependent launch): the convolution's
      * output must be complete and visible first; a no-op otherwise */
@@ -55,13 +61,13 @@ __global__ void __launch_bounds__(THREADS)
             if (i < vecs) {
                 const int c0 = (int)(i % (size_t)kv) * 8;
                 if (ACT < 0 && c0 + 8 <= k) continue; /* nothing to clear */
-                y[i] = apply<ACT>(v[u], c0, k, bias, alpha);
+                y[i] = apply<ACT>(v[u], c0, k, bias, z ? z + i : nullptr, alpha);
             }
         }
     }
 }
 
-typedef void (*kernel_fn)(uint4 *, size_t, int, int, const __half *, float);
+typedef void (*kernel_fn)(uint4 *, size_t, int, int, const __half *, const uint4 *, float);
 
 kernel_fn pick(fv_activation act, int pad_only) {
     if (pad_only) return epilogue_kernel<-1>;
@@ -84,12 +90,12 @@ kernel_fn pick(fv_activation act, int pad_only) {
 } // namespace
 
 extern "C" fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t pixels, int kp,
-                                            int k, const void *bias, fv_activation act, float alpha,
-                                            int early) {
+                                            int k, const void *bias, const void *z,
+                                            fv_activation act, float alpha, int early) {
     FV_REQUIRE(y && kp >= k && k >= 1 && kp % 8 == 0 && ((uintptr_t)y % 16) == 0 &&
-                   ((uintptr_t)bias % 16) == 0,
+                   ((uintptr_t)bias % 16) == 0 && ((uintptr_t)z % 16) == 0,
                FV_ERR_INTERNAL, "conv epilogue: bad arguments (kp=%d k=%d)", kp, k);
-    int pad_only = bias == NULL && act == FV_ACT_IDENTITY;
+    int pad_only = bias == NULL && z == NULL && act == FV_ACT_IDENTITY;
     if (pad_only && kp == k) return FV_OK;
     size_t vecs = pixels * (size_t)kp / 8;
     if (vecs == 0) return FV_OK;
@@ -100,6 +106,7 @@ extern "C" fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t
     kernel_fn f = pick(act, pad_only);
     uint4 *yv = static_cast<uint4 *>(y);
     const __half *bh = static_cast<const __half *>(bias);
+    const uint4 *zv = static_cast<const uint4 *>(z);
 #if CUDART_VERSION >= 12030
     if (early) {
         cudaLaunchConfig_t cfg = {};
@@ -111,13 +118,13 @@ extern "C" fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t
         at[0].val.programmaticStreamSerializationAllowed = 1;
         cfg.attrs = at;
         cfg.numAttrs = 1;
-        FV_CUDA_TRY(cudaLaunchKernelEx(&cfg, f, yv, vecs, kp / 8, k, bh, alpha));
+        FV_CUDA_TRY(cudaLaunchKernelEx(&cfg, f, yv, vecs, kp / 8, k, bh, zv, alpha));
         return FV_OK;
     }
 #else
     (void)early;
 #endif
-    f<<<blocks, THREADS, 0, stream>>>(yv, vecs, kp / 8, k, bh, alpha);
+    f<<<blocks, THREADS, 0, stream>>>(yv, vecs, kp / 8, k, bh, zv, alpha);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }

@@ -1,6 +1,7 @@
-/* Convolution epilogue on FP16 NHWC outputs: y = act(y + bias) on the first
- * k of kp stored channels, 0 on the padding lanes. With bias NULL and
- * FV_ACT_IDENTITY only the padding lanes are written. */
+/* Convolution epilogue on FP16 NHWC outputs: y = act(y + bias + z) on the
+ * first k of kp stored channels, 0 on the padding lanes (z: a residual laid
+ * out as y, or NULL). With bias and z NULL and FV_ACT_IDENTITY only the
+ * padding lanes are written. */
 #ifndef FOVEA_CONV_EPILOGUE_CUH
 #define FOVEA_CONV_EPILOGUE_CUH
 
@@ -16,7 +17,8 @@ extern "C" {
  * while that kernel drains and wait for its results (griddepcontrol.wait),
  * which hides the launch gap between a convolution and its epilogue. */
 fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t pixels, int kp, int k,
-                                 const void *bias, fv_activation act, float alpha, int early);
+                                 const void *bias, const void *z, fv_activation act, float alpha,
+                                 int early);
 
 #ifdef __cplusplus
 }
