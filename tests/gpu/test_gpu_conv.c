@@ -592,10 +592,12 @@ static void residual_matches_cpu_reference(void **state) {
         {1, 16, 16, 32, 32, 3, 3, 1, 1, 1, 32, FV_ACT_RELU, 0, 1, R}, /* depthwise */
     };
     enum { NCASES = sizeof cases / sizeof cases[0] };
+    /* heuristics, cuDNN only, and autotuning (two cases: it times every
+     * candidate with a residual, the slowest part of this suite) */
     const uint32_t passes[3] = {0, FV_CONV2D_NO_DIRECT, FV_CONV2D_AUTOTUNE};
     for (int p = 0; p < 3; p++)
-        for (size_t i = 0; i < NCASES; i++) {
-            conv_case cc = cases[i];
+        for (size_t i = 0; i < (p == 2 ? 2 : NCASES); i++) {
+            conv_case cc = cases[i + (p == 2 ? 3 : 0)];
             cc.flags |= passes[p];
             double e = run_case(&cc, 1);
             if (!(e <= 2e-3)) fail_msg("pass %d case %zu: error %.3e", p, i, e);
