@@ -1,5 +1,5 @@
-/* fovea-bench edge: the cuDNN tutorial's Laplacian on video frames (the
- * issue's item 7). For each case (1920x1080 and 3840x2160; RGB24 and YUYV
+/* fovea-bench edge: the cuDNN tutorial's Laplacian on video frames. For
+ * each case (1920x1080 and 3840x2160; RGB24 and YUYV
  * input in pinned host memory; RGB24 output, the grey edge in all three
  * channels as the PyTorch peer's 3->3 conv gives it):
  *   1. correctness first: a real photo (tiled to the frame size) through the

@@ -6,7 +6,7 @@ the copy floor, GPU-only per engine, zero allocations; every fovea output is
 checked against its CPU backend on a photo first), then, in this process, the
 peers on the same frame sizes and formats:
 
-PyTorch, as the issue defines it (the cuDNN tutorial's Laplacian): a uint8
+PyTorch, as the edge demo's requirements define it (the cuDNN tutorial's Laplacian): a uint8
 HWC frame in pinned memory -> GPU -> half -> NCHW view (channels_last memory)
 -> F.conv2d with the 3x3 Laplacian {1,1,1;1,-8,1;1,1,1} on every in/out
 channel pair (3->3, padding 1; the three outputs are equal: the grey edge
@@ -37,7 +37,7 @@ is checked against fovea's formula instead (within 2 levels) and the edge
 difference is printed. A peer that fails is not timed.
 
 Prints one table with the targets (PASS/MISS):
-  fovea e2e >= 3x PyTorch at 1080p RGB: the issue's loop (frame to GPU, half,
+  fovea e2e >= 3x PyTorch at 1080p RGB: the plain reference loop (frame to GPU, half,
     conv2d, clamp, u8, back; 1704 fps there), and, stricter, the faster of
     that loop and a 3-stream overlapped one (which no copying pipeline can
     beat by more than floor / PyTorch)
@@ -45,7 +45,8 @@ Prints one table with the targets (PASS/MISS):
   fovea GPU-only (AUTO: fused) <= 0.10 ms at 1080p
   fovea e2e at 4K RGB >= 1000 fps
   allocation counters unchanged over the pipelined 1080p frames
-and the issue's figures for PyTorch on the H100 (1704 fps, 0.345 ms at 1080p).
+and the reference figures for PyTorch on the H100 from the requirements
+(1704 fps, 0.345 ms at 1080p).
 
   python3 apps/bench/edge_vs_peers.py [--bench PATH] [--json FILE]
       [--fovea-json FILE] [--table FILE] [--dump DIR] [--sizes 1080p,4k]

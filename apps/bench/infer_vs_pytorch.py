@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """fovea-infer's camera loop against the same loop written with PyTorch, on
-one GPU, in one run (issue 16's targets).
+one GPU, in one run, with PASS/MISS against fovea-infer's targets.
 
 Cases (each fovea-infer run is --backend cuda, unpaced test:// frames,
 null:// outputs, --json; its summary gives batches per second, per-camera

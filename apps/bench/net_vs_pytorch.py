@@ -18,7 +18,7 @@ batch 1 and 8, 224x224, and the UNet at batch 1 and 8, 256x256):
      and cases left when the budget is spent are reported as skipped.
 Every time is a median over --iters calls after --warmup, each call between
 two CUDA events on the stream. Prints a table of ms and the ratios
-fovea / PyTorch with PASS/MISS against issue 14's targets (both sides as
+fovea / PyTorch with PASS/MISS against the net runtime's targets (both sides as
 CUDA-graph replays):
   resnet18 b1: <= 0.60 x PyTorch graph and <= 0.80 x torch.compile + graph
   mobilenet_v2 b1 <= 0.60, unet b1 <= 0.70, every batch 8 <= 0.80 x PyTorch graph

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The edge-filter benchmark on a GPU machine, in one go (the item 7):
+# The edge-filter benchmark on a GPU machine, in one go:
 # builds fovea (Release, CUDA architecture 90) against PyTorch's own cuDNN,
 # as run_conv_bench.sh does, then runs edge_vs_peers.py, which runs
 #   fovea-bench edge   fv_pipeline end to end, copy floor, GPU-only (AUTO/fused

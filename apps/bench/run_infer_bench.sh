@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16's benchmark (the camera inference app) on a GPU machine, in one
+# The camera inference app's benchmark (fovea-infer) on a GPU machine, in one
 # go: builds fovea-infer (Release, build-infer-bench), exports MobileNetV2
 # (tests/models/export_models.py: batch 1, 224x224), then runs
 # infer_vs_pytorch.py: fovea-infer against the same loop in PyTorch (CUDA

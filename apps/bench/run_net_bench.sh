@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole-net benchmark (issue 14) on a GPU machine, in one go: builds
+# The whole-net benchmark on a GPU machine, in one go: builds
 # fovea-bench against PyTorch's own cuDNN, as run_conv_bench.sh does (the
 # same build folder, build-torchcudnn), then runs
 #   net_vs_pytorch.py   for each case: weights, input and FP32 reference

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cold start of a net from a warm profile (issue 14's target: a new process,
+# Cold start of a net from a warm profile (the target: a new process,
 # a warm profile, ResNet-18 built and its first inference done in <= 0.5 s,
 # the first inference within 1.10x the 100th), on the GPU machine, after
 # run_net_bench.sh has built build-torchcudnn:

@@ -16,15 +16,20 @@
 extern "C" {
 #endif
 
+/* A device, its streams, pools, log callback and engine cache; one per thread per device.
+ * Opaque. */
 typedef struct fv_context fv_context;
+/* A memory pool: one backing allocation that carve-outs come from (fovea/pool.h). Opaque. */
 typedef struct fv_pool fv_pool;
 
+/* Where a context runs its ops. */
 typedef enum fv_backend {
     FV_BACKEND_AUTO = 0, /* CUDA when a usable GPU exists, else CPU */
     FV_BACKEND_CPU = 1,  /* FP32 reference backend; always available */
     FV_BACKEND_CUDA = 2  /* CUDA + cuDNN; FV_ERR_NO_DEVICE when unusable */
 } fv_backend;
 
+/* Log message levels; a context passes messages up to its desc's log_level. */
 typedef enum fv_log_level {
     FV_LOG_ERROR = 0,
     FV_LOG_WARN = 1,
@@ -74,9 +79,9 @@ typedef struct fv_context_desc {
      * integrated ones, or when memory_policy resolves to ZERO_COPY. On the
      * CPU backend every pool is plain host memory. */
     size_t device_pool_bytes;
-    size_t pinned_pool_bytes;
-    size_t mapped_pool_bytes;
-    size_t host_pool_bytes;
+    size_t pinned_pool_bytes; /* 0: 64 MiB */
+    size_t mapped_pool_bytes; /* 0: 0, or 64 MiB (see above) */
+    size_t host_pool_bytes;   /* 0: 64 MiB */
     /* Most workspace a convolution engine may use (carved from the DEVICE
      * pool; one region shared by all ops of the context). 0 means 64 MiB.
      * Jetson memory is shared with the CPU: keep it small there. */
@@ -112,16 +117,16 @@ typedef struct fv_context_info {
     int tensor_cores;             /* 1 when the FP16 tensor-core path is usable */
     char tensor_core_reason[160]; /* why tensor cores are off, "" when on */
     size_t device_memory_total;   /* bytes; host RAM on CPU */
-    size_t device_memory_free;
+    size_t device_memory_free;    /* bytes free at creation */
     /* Versions as MAJOR*1000+MINOR*10 for CUDA (12060 = 12.6), as cuDNN's
      * own number for cuDNN (e.g. 91400 = 9.14.0); 0 when absent. */
     int cuda_runtime_compiled, cuda_runtime_loaded, cuda_driver;
-    int cudnn_compiled, cudnn_loaded;
-    int fovea_built_with_cuda; /* 1 if this library has its CUDA backend */
-    char no_gpu_reason[160];   /* when AUTO chose CPU: why; else "" */
+    int cudnn_compiled, cudnn_loaded; /* cuDNN: the headers built against, the library loaded */
+    int fovea_built_with_cuda;        /* 1 if this library has its CUDA backend */
+    char no_gpu_reason[160];          /* when AUTO chose CPU: why; else "" */
     /* The desc's memory_policy resolved: ZERO_COPY or DEVICE, never AUTO. */
     fv_memory_policy memory_policy;
-    uint32_t reserved[16];
+    uint32_t reserved[16]; /* reserved for growth */
 } fv_context_info;
 
 /* Creates a context. desc may be NULL (all defaults). On success *out owns
@@ -166,13 +171,15 @@ typedef enum fv_pool_kind {
     FV_POOL_MAPPED = 2, /* page-locked host memory the GPU reads in place (Jetson zero-copy) */
     FV_POOL_HOST = 3    /* ordinary host memory */
 } fv_pool_kind;
+/* The context's own pool of that kind (owned by the context), or NULL when it has none (MAPPED
+ * on a discrete GPU under the DEVICE policy) or ctx is NULL. */
 fv_pool *fv_context_pool(fv_context *ctx, fv_pool_kind kind);
 
 /* Names, static storage: "cpu"/"cuda"/"auto"; "device"/"pinned"/...;
  * "auto"/"zero-copy"/"device". */
 const char *fv_backend_name(fv_backend b);
-const char *fv_pool_kind_name(fv_pool_kind k);
-const char *fv_memory_policy_name(fv_memory_policy p);
+const char *fv_pool_kind_name(fv_pool_kind k);         /* "device", "pinned", "mapped", "host" */
+const char *fv_memory_policy_name(fv_memory_policy p); /* "auto", "zero-copy", "device" */
 
 /* The library's version, "MAJOR.MINOR.PATCH". */
 const char *fv_version(void);

@@ -63,8 +63,10 @@
 extern "C" {
 #endif
 
+/* An edge filter planned for one frame size and format; opaque. */
 typedef struct fv_filter fv_filter;
 
+/* Which kernel a filter convolves with. */
 typedef enum fv_filter_kind {
     FV_FILTER_LAPLACIAN = 0, /* default */
     FV_FILTER_SOBEL = 1,
@@ -73,11 +75,13 @@ typedef enum fv_filter_kind {
     FV_FILTER_CUSTOM = 4
 } fv_filter_kind;
 
+/* One edge value per pixel or per colour channel. */
 typedef enum fv_filter_output {
     FV_FILTER_OUT_GRAY = 0, /* default: one edge value per pixel */
     FV_FILTER_OUT_COLOR = 1 /* per-channel edges */
 } fv_filter_output;
 
+/* How the CUDA backend runs a filter. */
 typedef enum fv_filter_engine {
     FV_FILTER_ENGINE_AUTO = 0,  /* default: FUSED where the backend has it, else CONV */
     FV_FILTER_ENGINE_FUSED = 1, /* the fused tensor-core kernel (CUDA, sm_70+) */
@@ -87,20 +91,21 @@ typedef enum fv_filter_engine {
 /* Largest custom kernel, rows and cols. */
 #define FV_FILTER_MAX_KERNEL 15
 
+/* What fv_filter_create plans; zero fields mean their defaults. */
 typedef struct fv_filter_desc {
-    fv_filter_kind kind;
-    int width, height;      /* of the frames; required (>= 1) */
-    fv_pixel_format format; /* of the input frames; 0 means RGB24. YUYV: width
-                               even; NV12: width and height even */
-    fv_filter_output output;
-    float gain;      /* 0 means 1; else > 0 and finite */
-    float threshold; /* 0: none; else in (0, 255]: b >= threshold gives 255, else 0 */
-    int overlay;     /* 0 or 1: edges drawn over the input (the max of the two) */
+    fv_filter_kind kind;     /* default LAPLACIAN */
+    int width, height;       /* of the frames; required (>= 1) */
+    fv_pixel_format format;  /* of the input frames; 0 means RGB24. YUYV: width
+                                even; NV12: width and height even */
+    fv_filter_output output; /* default GRAY */
+    float gain;              /* 0 means 1; else > 0 and finite */
+    float threshold;         /* 0: none; else in (0, 255]: b >= threshold gives 255, else 0 */
+    int overlay;             /* 0 or 1: edges drawn over the input (the max of the two) */
     /* CUSTOM only (must be 0/NULL otherwise): kernel_rows x kernel_cols
      * floats, row-major, finite; rows and cols odd, 1..FV_FILTER_MAX_KERNEL.
      * Copied at creation: the caller may free it after the call. */
     int kernel_rows, kernel_cols;
-    const float *kernel;
+    const float *kernel;     /* CUSTOM: the kernel (see above); else NULL */
     uint32_t conv_flags;     /* FV_CONV2D_* for the convolution (CONV engine; e.g. AUTOTUNE) */
     fv_filter_engine engine; /* 0 (AUTO) by default */
     uint32_t reserved[5];    /* must be zero */
@@ -149,7 +154,7 @@ typedef struct fv_filter_info {
     int input_channels;           /* packed: 1 (GRAY8 input) or 3 */
     int edge_channels;            /* 1 (GRAY) or the input channels (COLOR) */
     int conv_outputs;             /* edge channels, times 2 for gradient filters */
-    uint32_t reserved[8];
+    uint32_t reserved[8];         /* reserved for growth */
 } fv_filter_info;
 
 /* Fills *out. Returns FV_ERR_BAD_PARAM if either is NULL. */

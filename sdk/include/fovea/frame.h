@@ -36,8 +36,10 @@
 extern "C" {
 #endif
 
+/* A frame's pixels where the context's memory policy puts them; opaque. */
 typedef struct fv_frame_buffer fv_frame_buffer;
 
+/* Where a frame buffer's memory lives, as fv_frame_buffer_info_get gives it. */
 typedef struct fv_frame_buffer_info {
     fv_memory_policy policy;  /* the context's resolved policy: ZERO_COPY or DEVICE */
     size_t bytes;             /* fv_image_bytes(format, width, height) */
@@ -45,7 +47,7 @@ typedef struct fv_frame_buffer_info {
     fv_pool_kind device_pool; /* where the device view lives: MAPPED or DEVICE */
     fv_image host;            /* the host view: dense (stride 0), NV12 planes contiguous */
     fv_image device;          /* the device view, as fv_frame_buffer_image gives it */
-    uint32_t reserved[4];
+    uint32_t reserved[4];     /* reserved for growth */
 } fv_frame_buffer_info;
 
 /* Makes a frame buffer of format x width x height (dense rows; NV12: the UV

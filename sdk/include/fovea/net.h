@@ -43,16 +43,20 @@
 extern "C" {
 #endif
 
+/* A network description in host memory: inputs, layers, outputs. No device; opaque. */
 typedef struct fv_net_builder fv_net_builder;
+/* A network created on a context: fused, planned, weights uploaded, engines chosen. Opaque. */
 typedef struct fv_net fv_net;
 
 /* Most layers and inputs a builder takes; tensors per concat. */
 #define FV_NET_MAX_LAYERS 4096
-#define FV_NET_MAX_CONCAT 64
+#define FV_NET_MAX_CONCAT 64        /* tensors per concat */
 #define FV_NET_MAX_DIM    (1 << 20) /* any one dimension */
 
+/* Makes an empty builder. out required; *out NULL on failure. Returns FV_ERR_BAD_PARAM,
+ * FV_ERR_OUT_OF_MEMORY. */
 fv_status fv_net_builder_create(fv_net_builder **out);
-void fv_net_builder_destroy(fv_net_builder *b);
+void fv_net_builder_destroy(fv_net_builder *b); /* frees the builder; NULL allowed */
 
 /* Shape of a tensor id as the builder inferred it (any pointer may be NULL).
  * FV_ERR_BAD_PARAM for an unknown id. */
@@ -70,6 +74,7 @@ fv_status fv_net_add_input(fv_net_builder *b, const char *name, int n, int c, in
 fv_status fv_net_mark_output(fv_net_builder *b, int tensor, const char *name);
 
 /* ---- convolution ---------------------------------------------------------- */
+/* Parameters of fv_net_add_conv and fv_net_add_conv_transpose; zero fields mean their defaults. */
 typedef struct fv_net_conv_desc {
     const char *name;           /* for messages and tables; NULL gives "conv<i>" */
     int k;                      /* output channels (conv); see fv_net_add_conv_transpose */
@@ -81,11 +86,11 @@ typedef struct fv_net_conv_desc {
     /* conv: K x C/groups x R x S (PyTorch's Conv2d.weight).
      * conv_transpose: C x K/groups x R x S (PyTorch's ConvTranspose2d.weight). */
     const float *weights;
-    const float *bias; /* K values or NULL */
-    fv_activation activation;
+    const float *bias;                       /* K values or NULL */
+    fv_activation activation;                /* fused after the bias; default IDENTITY */
     float activation_alpha, activation_beta; /* see fv_activation; 0 means default */
     int output_pad_h, output_pad_w;          /* conv_transpose only; < stride */
-    uint32_t reserved[4];
+    uint32_t reserved[4];                    /* must be zero */
 } fv_net_conv_desc;
 
 /* out = act(conv(in) + bias). Asymmetric padding runs as a zero pad layer
@@ -110,9 +115,12 @@ fv_status fv_net_add_fc(fv_net_builder *b, const char *name, int in, int k, cons
                         const float *bias, fv_activation act, float act_alpha, int *out);
 
 /* ---- elementwise ------------------------------------------------------------ */
+/* out = act(in) with its alpha and beta (see fv_activation; 0 means the default). Fused into
+ * the producing layer at create where it can be. */
 fv_status fv_net_add_activation(fv_net_builder *b, const char *name, int in, fv_activation act,
                                 float alpha, float beta, int *out);
 
+/* Elementwise operations of fv_net_add_binary. */
 typedef enum fv_net_binary_op {
     FV_NET_ADD = 0,
     FV_NET_SUB = 1,
@@ -134,23 +142,26 @@ fv_status fv_net_add_affine(fv_net_builder *b, const char *name, int in, const f
                             const float *shift, int count, int *out);
 
 /* ---- pooling -------------------------------------------------------------- */
+/* Pooling window reductions of fv_net_add_pool. */
 typedef enum fv_net_pool_mode {
     FV_NET_POOL_MAX = 0,
     FV_NET_POOL_AVG = 1 /* padding cells excluded from the count */,
     FV_NET_POOL_AVG_INCLUDE_PAD = 2
 } fv_net_pool_mode;
 
+/* Parameters of fv_net_add_pool; zero fields mean their defaults. */
 typedef struct fv_net_pool_desc {
-    const char *name;
-    fv_net_pool_mode mode;
+    const char *name;           /* the layer's name, for messages; copied */
+    fv_net_pool_mode mode;      /* default MAX */
     int r, s;                   /* window */
     int stride_h, stride_w;     /* 0 means the window */
     int pad[4];                 /* top, left, bottom, right; each < the window */
     int dilation_h, dilation_w; /* 0 means 1 (max pooling only) */
     int ceil_mode;              /* 1: output size rounded up (PyTorch ceil_mode) */
-    uint32_t reserved[4];
+    uint32_t reserved[4];       /* must be zero */
 } fv_net_pool_desc;
 
+/* out = the pooling of in, as PyTorch's MaxPool2d / AvgPool2d with the same parameters. */
 fv_status fv_net_add_pool(fv_net_builder *b, const fv_net_pool_desc *d, int in, int *out);
 /* (N, C, H, W) -> (N, C, 1, 1): mean (avg 1) or max (avg 0). */
 fv_status fv_net_add_global_pool(fv_net_builder *b, const char *name, int in, int avg, int *out);
@@ -173,11 +184,13 @@ fv_status fv_net_add_reshape(fv_net_builder *b, const char *name, int in, int n,
 fv_status fv_net_add_pad(fv_net_builder *b, const char *name, int in, const int pad[4], float value,
                          int *out);
 
+/* Interpolation of fv_net_add_resize. */
 typedef enum fv_net_resize_mode {
     FV_NET_RESIZE_NEAREST = 0,
     FV_NET_RESIZE_BILINEAR = 1
 } fv_net_resize_mode;
 
+/* How output coordinates map to input ones (ONNX Resize's coordinate_transformation_mode). */
 typedef enum fv_net_resize_coord {
     FV_NET_COORD_HALF_PIXEL = 0, /* (x + 0.5) / scale - 0.5: PyTorch align_corners=False */
     FV_NET_COORD_ALIGN_CORNERS = 1,
@@ -185,6 +198,7 @@ typedef enum fv_net_resize_coord {
     FV_NET_COORD_PYTORCH_HALF_PIXEL = 3 /* half_pixel, but 0 where the output size is 1 */
 } fv_net_resize_coord;
 
+/* Rounding of nearest-neighbour coordinates (ONNX Resize's nearest_mode). */
 typedef enum fv_net_nearest_round {
     FV_NET_NEAREST_FLOOR = 0,
     FV_NET_NEAREST_ROUND_PREFER_FLOOR = 1,
@@ -192,16 +206,19 @@ typedef enum fv_net_nearest_round {
     FV_NET_NEAREST_CEIL = 3
 } fv_net_nearest_round;
 
+/* Parameters of fv_net_add_resize; zero fields mean their defaults. */
 typedef struct fv_net_resize_desc {
-    const char *name;
-    fv_net_resize_mode mode;
-    fv_net_resize_coord coord;
+    const char *name;             /* the layer's name, for messages; copied */
+    fv_net_resize_mode mode;      /* default NEAREST */
+    fv_net_resize_coord coord;    /* default HALF_PIXEL */
     fv_net_nearest_round nearest; /* nearest mode only */
     int out_h, out_w;             /* required */
     float scale_h, scale_w;       /* 0: out / in (ONNX scales when given) */
-    uint32_t reserved[4];
+    uint32_t reserved[4];         /* must be zero */
 } fv_net_resize_desc;
 
+/* out (N, C, out_h, out_w) = in resized as the desc says (ONNX Resize and Upsample, PyTorch
+ * interpolate). */
 fv_status fv_net_add_resize(fv_net_builder *b, const fv_net_resize_desc *d, int in, int *out);
 
 /* ---- the net ------------------------------------------------------------------ */
@@ -223,11 +240,12 @@ enum {
  * called after each layer is built with the layer count. */
 typedef void (*fv_net_progress_fn)(int done, int total, const char *layer, void *user);
 
+/* Options of fv_net_create; NULL or zero fields mean the defaults. */
 typedef struct fv_net_desc {
-    uint32_t flags; /* FV_NET_* */
-    fv_net_progress_fn progress;
-    void *progress_user;
-    uint32_t reserved[8];
+    uint32_t flags;              /* FV_NET_* */
+    fv_net_progress_fn progress; /* NULL: no progress calls */
+    void *progress_user;         /* passed to progress */
+    uint32_t reserved[8];        /* must be zero */
 } fv_net_desc;
 
 /* Fuses, plans memory (one activation arena from the context's DEVICE pool),
@@ -252,15 +270,15 @@ void fv_net_destroy(fv_net *net);
  * activations (one graph launch with FV_NET_CUDA_GRAPH). */
 fv_status fv_net_forward(fv_net *net);
 
-int fv_net_input_count(const fv_net *net);
-int fv_net_output_count(const fv_net *net);
+int fv_net_input_count(const fv_net *net);  /* 0 for NULL */
+int fv_net_output_count(const fv_net *net); /* 0 for NULL */
 /* The net's input and output tensors (NHWC, the net's dtype, N as built),
  * owned by the net: write inputs (fv_tensor_upload, fv_image_pack, a kernel
  * of yours) before fv_net_forward, read outputs after it. NULL for a bad i. */
 fv_tensor *fv_net_input(fv_net *net, int i);
-fv_tensor *fv_net_output(fv_net *net, int i);
-const char *fv_net_input_name(const fv_net *net, int i);
-const char *fv_net_output_name(const fv_net *net, int i);
+fv_tensor *fv_net_output(fv_net *net, int i);             /* as fv_net_input, for output i */
+const char *fv_net_input_name(const fv_net *net, int i);  /* owned by the net; NULL for a bad i */
+const char *fv_net_output_name(const fv_net *net, int i); /* owned by the net; NULL for a bad i */
 
 /* Copies count floats of dense NHWC data into input i (converted to the
  * net's dtype on the device), asynchronously; count must be N*H*W*C. As
@@ -272,6 +290,7 @@ fv_status fv_net_input_upload(fv_net *net, int i, const float *nhwc, size_t coun
 /* Waits for the stream and copies output i into dense NHWC floats. */
 fv_status fv_net_output_download(fv_net *net, int i, float *nhwc, size_t count);
 
+/* What fv_net_create made, as fv_net_info_get gives it. */
 typedef struct fv_net_info {
     int layers;               /* after fusion */
     int builder_layers;       /* as built */
@@ -284,22 +303,24 @@ typedef struct fv_net_info {
     int cuda_graph;           /* 1 when fv_net_forward replays a graph */
     int fused_bn, fused_act, inplace; /* what fusion and planning did */
     int fused_add;                    /* residual adds run in their convolution's epilogue */
-    uint32_t reserved[7];
+    uint32_t reserved[7];             /* reserved for growth */
 } fv_net_info;
 
+/* Fills *out. net and out required; returns FV_ERR_BAD_PARAM otherwise. */
 fv_status fv_net_info_get(const fv_net *net, fv_net_info *out);
 
+/* One layer after fusion, as fv_net_layer_info_get gives it. */
 typedef struct fv_net_layer_info {
-    char name[64];
-    char op[24];     /* "conv", "fc", "add", "pool.max", "concat", ... */
-    char fused[48];  /* what was folded in: "bn+relu", "" */
-    char path[16];   /* convolutions: fv_conv2d_info.path; else "kernel" or "view" */
-    char engine[64]; /* convolutions: fv_conv2d_info.engine */
-    int n, c, h, w;  /* output */
-    size_t offset;   /* output's offset in the arena; SIZE_MAX when outside it */
-    size_t bytes;    /* output's bytes */
-    size_t workspace_bytes;
-    uint32_t reserved[4];
+    char name[64];          /* as built (the first of a fused group) */
+    char op[24];            /* "conv", "fc", "add", "pool.max", "concat", ... */
+    char fused[48];         /* what was folded in: "bn+relu", "" */
+    char path[16];          /* convolutions: fv_conv2d_info.path; else "kernel" or "view" */
+    char engine[64];        /* convolutions: fv_conv2d_info.engine */
+    int n, c, h, w;         /* output */
+    size_t offset;          /* output's offset in the arena; SIZE_MAX when outside it */
+    size_t bytes;           /* output's bytes */
+    size_t workspace_bytes; /* convolutions: its workspace */
+    uint32_t reserved[4];   /* reserved for growth */
 } fv_net_layer_info;
 
 /* Layer i (0 .. info.layers-1) after fusion. */
@@ -312,10 +333,11 @@ fv_status fv_net_layer_info_get(const fv_net *net, int i, fv_net_layer_info *out
  * On the CPU backend the times are wall-clock. */
 fv_status fv_net_profile(fv_net *net, int runs, float *ms, int layers, float *total);
 
+/* One layer's line of fv_net_compare's precision report. */
 typedef struct fv_net_layer_error {
-    double rel_l2;  /* ||net - ref|| / ||ref|| of the layer's output */
-    double max_abs; /* largest |value| of the net's output (FP16 overflows above 65504) */
-    double ref_max_abs;
+    double rel_l2;      /* ||net - ref|| / ||ref|| of the layer's output */
+    double max_abs;     /* largest |value| of the net's output (FP16 overflows above 65504) */
+    double ref_max_abs; /* largest |value| of ref's output */
 } fv_net_layer_error;
 
 /* Precision report: net and ref (built from the same builder, with the same

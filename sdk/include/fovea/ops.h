@@ -19,6 +19,7 @@ extern "C" {
 #endif
 
 /* ---- activation ------------------------------------------------------- */
+/* Activations, applied after a convolution's bias (alpha and beta as each value says). */
 typedef enum fv_activation {
     FV_ACT_IDENTITY = 0,
     FV_ACT_RELU = 1,
@@ -32,11 +33,13 @@ typedef enum fv_activation {
     FV_ACT_SILU = 8          /* x * sigmoid(x) */
 } fv_activation;
 
-const char *fv_activation_name(fv_activation a);
+const char *fv_activation_name(fv_activation a); /* e.g. "relu"; static storage */
 
 /* ---- 2-D convolution (cross-correlation, as PyTorch's conv2d) --------- */
+/* A planned 2-D convolution with its weights and chosen engine; opaque. */
 typedef struct fv_conv2d fv_conv2d;
 
+/* What fv_conv2d_create plans; zero fields mean their defaults. */
 typedef struct fv_conv2d_desc {
     int n, h, w, c;             /* input shape; n 0 means 1 */
     int k;                      /* output channels */
@@ -45,9 +48,9 @@ typedef struct fv_conv2d_desc {
     int pad_h, pad_w;           /* zero padding, >= 0 */
     int dilation_h, dilation_w; /* 0 means 1 */
     int groups;                 /* 0 means 1; c and k must divide by it */
-    fv_activation activation;
-    float activation_alpha; /* see fv_activation; 0 means its default */
-    fv_dtype dtype;         /* input and output dtype; default F16 */
+    fv_activation activation;   /* after the bias; default IDENTITY */
+    float activation_alpha;     /* see fv_activation; 0 means its default */
+    fv_dtype dtype;             /* input and output dtype; default F16 */
     /* FP32 weights in KCRS order (PyTorch's): K x (C/groups) x R x S.
      * Required. Copied (and converted) at creation: the caller may free it
      * after the call. */
@@ -89,6 +92,7 @@ enum {
  * message names the field and value), FV_ERR_NOT_SUPPORTED (the backend
  * cannot run it), FV_ERR_OUT_OF_MEMORY. */
 fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2d **out);
+/* Frees the op and what it holds (weights, engine plan). NULL allowed. */
 void fv_conv2d_destroy(fv_conv2d *op);
 
 /* The output shape (N, P, Q, K) the op produces. Any pointer may be NULL. */
@@ -131,7 +135,7 @@ typedef struct fv_conv2d_info {
     char layout[64];        /* the formulation: channel padding, groups */
     float measured_ms;      /* autotuned (or profiled) time of one forward; 0 if not timed */
     int candidates;         /* engine configs considered at creation */
-    uint32_t reserved[6];
+    uint32_t reserved[6];   /* reserved for growth */
 } fv_conv2d_info;
 
 /* Fills *out. Returns FV_ERR_BAD_PARAM if either is NULL. */
@@ -153,18 +157,20 @@ fv_status fv_conv2d_bind_residual(fv_conv2d *op, const fv_tensor *in, const fv_t
 int fv_conv_output_dim(int in, int kernel, int stride, int pad, int dilation);
 
 /* ---- 2-D pooling ------------------------------------------------------ */
+/* Pooling window reductions. */
 typedef enum fv_pooling_mode {
     FV_POOLING_MAX = 0,
     FV_POOLING_AVG = 1, /* padding cells excluded from the count */
     FV_POOLING_AVG_INCLUDE_PAD = 2
 } fv_pooling_mode;
 
+/* Parameters of fv_pooling2d. */
 typedef struct fv_pooling_desc {
-    fv_pooling_mode mode;
+    fv_pooling_mode mode;   /* default MAX */
     int r, s;               /* window; required */
     int stride_h, stride_w; /* 0 means the window size */
     int pad_h, pad_w;       /* >= 0, and < the window */
-    uint32_t reserved[4];
+    uint32_t reserved[4];   /* must be zero */
 } fv_pooling_desc;
 
 /* out (N, P, Q, C) = pool(in (N, H, W, C)), same dtype. */
@@ -178,6 +184,7 @@ fv_status fv_add(fv_context *ctx, const fv_tensor *a, const fv_tensor *b, fv_ten
                  fv_activation act, float act_alpha);
 
 /* ---- pixels <-> tensors ----------------------------------------------- */
+/* Pixel formats of frames and images (8 bits a sample). */
 typedef enum fv_pixel_format {
     FV_PIXEL_GRAY8 = 1,  /* 1 byte per pixel */
     FV_PIXEL_RGB24 = 2,  /* R, G, B bytes */
@@ -188,32 +195,33 @@ typedef enum fv_pixel_format {
     FV_PIXEL_UYVY = 7    /* 4:2:2 packed U Y0 V Y1; width even */
 } fv_pixel_format;
 
-const char *fv_pixel_format_name(fv_pixel_format f);
+const char *fv_pixel_format_name(fv_pixel_format f); /* e.g. "NV12"; static storage */
 
 /* An image in memory. On the CUDA backend, data must be device-accessible
  * (a DEVICE or MAPPED pool carve-out, or any device pointer); on the CPU
  * backend, host memory. */
 typedef struct fv_image {
-    fv_pixel_format format;
-    int width, height;
-    size_t stride; /* bytes per row (Y plane for NV12); 0 means dense */
-    void *data;
-    void *uv;         /* NV12 only: the UV plane; NULL means data + stride * height */
-    size_t uv_stride; /* NV12 only: 0 means stride */
+    fv_pixel_format format; /* how the bytes are laid out */
+    int width, height;      /* pixels; >= 1 */
+    size_t stride;          /* bytes per row (Y plane for NV12); 0 means dense */
+    void *data;             /* first byte of row 0 (Y plane for NV12) */
+    void *uv;               /* NV12 only: the UV plane; NULL means data + stride * height */
+    size_t uv_stride;       /* NV12 only: 0 means stride */
 } fv_image;
 
 /* Bytes a dense image of this format and size takes (both NV12 planes). */
 size_t fv_image_bytes(fv_pixel_format format, int width, int height);
 
+/* Parameters of fv_image_pack; NULL or zero fields mean the defaults. */
 typedef struct fv_pack_desc {
     /* Tensor channels: 0 means the format's natural count (GRAY8: 1; the
      * others: 3, in R, G, B order; YUV is converted with BT.601 limited
      * range). 1 from a colour format takes luma (Y for YUV formats,
      * 0.299 R + 0.587 G + 0.114 B otherwise). */
     int channels;
-    float scale; /* value = byte * scale + bias; scale 0 means 1/255 */
-    float bias;
-    uint32_t reserved[4];
+    float scale;          /* value = byte * scale + bias; scale 0 means 1/255 */
+    float bias;           /* added after the scale */
+    uint32_t reserved[4]; /* must be zero */
 } fv_pack_desc;
 
 /* Pixels -> NHWC tensor (N 1, H height, W width, C channels; F16 or F32).
@@ -221,11 +229,12 @@ typedef struct fv_pack_desc {
 fv_status fv_image_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst,
                         const fv_pack_desc *desc);
 
+/* Parameters of fv_image_unpack; NULL or zero fields mean the defaults. */
 typedef struct fv_unpack_desc {
-    int absolute; /* 1: take |x| first (edge filters give signed values) */
-    float scale;  /* byte = clamp(round(x * scale + bias), 0, 255); 0 means 255 */
-    float bias;
-    uint32_t reserved[4];
+    int absolute;         /* 1: take |x| first (edge filters give signed values) */
+    float scale;          /* byte = clamp(round(x * scale + bias), 0, 255); 0 means 255 */
+    float bias;           /* added after the scale */
+    uint32_t reserved[4]; /* must be zero */
 } fv_unpack_desc;
 
 /* NHWC tensor (N 1; F16 or F32) -> pixels. dst format GRAY8 takes channel 0

@@ -33,11 +33,13 @@
 extern "C" {
 #endif
 
+/* A ring of frames in flight through a filter: upload, filter and download overlap. Opaque. */
 typedef struct fv_pipeline fv_pipeline;
 
 /* Most slots a pipeline can have. */
 #define FV_PIPELINE_MAX_SLOTS 16
 
+/* What fv_pipeline_create plans; zero fields mean their defaults. */
 typedef struct fv_pipeline_desc {
     /* The filter every frame goes through; required. Copied: the caller may
      * free it (and its kernel) after the call. Its width, height and format
@@ -63,21 +65,22 @@ typedef struct fv_pipeline_frame {
      * the filter, copy out. Zero-copy (integrated GPU): upload and download
      * are 0. gpu_ms: first event to last, including waits between stages. */
     float upload_ms, filter_ms, download_ms, gpu_ms;
-    int in_place; /* 1: read from the caller's mapped memory with no copy */
-    uint32_t reserved[3];
+    int in_place;         /* 1: read from the caller's mapped memory with no copy */
+    uint32_t reserved[3]; /* reserved for growth */
 } fv_pipeline_frame;
 
+/* What a pipeline runs with, as fv_pipeline_info_get gives it. */
 typedef struct fv_pipeline_info {
-    int slots;
-    int in_flight;            /* submitted, not yet collected */
-    int cuda_graph;           /* 1 if slots replay CUDA graphs */
-    char cuda_graph_why[128]; /* why not, when asked for and off */
-    fv_memory_policy policy;  /* ZERO_COPY: no copies at all */
-    fv_pixel_format in_format, out_format;
-    int width, height;
-    size_t in_bytes, out_bytes; /* per frame */
-    int overlapped;             /* 1: copies and filter on separate streams */
-    uint32_t reserved[8];
+    int slots;                             /* frames in flight */
+    int in_flight;                         /* submitted, not yet collected */
+    int cuda_graph;                        /* 1 if slots replay CUDA graphs */
+    char cuda_graph_why[128];              /* why not, when asked for and off */
+    fv_memory_policy policy;               /* ZERO_COPY: no copies at all */
+    fv_pixel_format in_format, out_format; /* frames in, frames out */
+    int width, height;                     /* of the frames */
+    size_t in_bytes, out_bytes;            /* per frame */
+    int overlapped;                        /* 1: copies and filter on separate streams */
+    uint32_t reserved[8];                  /* reserved for growth */
 } fv_pipeline_info;
 
 /* Plans the filter and every slot. Returns FV_ERR_BAD_PARAM (desc),

@@ -21,13 +21,15 @@ extern "C" {
 /* Alignment of every carve-out, in bytes. cuDNN needs 16 and prefers 128. */
 #define FV_ALIGN 128
 
+/* What fv_pool_create makes; zero fields mean their defaults. */
 typedef struct fv_pool_desc {
-    fv_pool_kind kind; /* default DEVICE */
-    size_t bytes;      /* capacity; required (> 0) */
-    const char *name;  /* for messages; copied; NULL gives the kind's name */
-    uint32_t reserved[4];
+    fv_pool_kind kind;    /* default DEVICE */
+    size_t bytes;         /* capacity; required (> 0) */
+    const char *name;     /* for messages; copied; NULL gives the kind's name */
+    uint32_t reserved[4]; /* must be zero */
 } fv_pool_desc;
 
+/* A pool's counters, as fv_pool_stats_get gives them. */
 typedef struct fv_pool_stats {
     size_t reserved;         /* capacity of the backing allocation */
     size_t in_use;           /* bytes carved out now (aligned sizes) */
@@ -36,7 +38,7 @@ typedef struct fv_pool_stats {
     uint64_t backing_allocs; /* backing allocations made: 1 for the life of a pool */
     uint64_t carve_outs;     /* successful fv_pool_alloc calls */
     uint64_t failed;         /* requests refused for lack of space */
-    uint32_t reserved_[8];
+    uint32_t reserved_[8];   /* reserved for growth */
 } fv_pool_stats;
 
 /* Creates a pool on ctx's backend; one backing allocation of desc->bytes.
@@ -63,9 +65,11 @@ fv_status fv_pool_free(fv_pool *pool, void *ptr);
  * this is the mapped device address; for every other kind, ptr itself. */
 void *fv_pool_device_pointer(const fv_pool *pool, void *ptr);
 
+/* Fills *out with the pool's counters. pool and out required; returns FV_ERR_BAD_PARAM
+ * otherwise. */
 fv_status fv_pool_stats_get(const fv_pool *pool, fv_pool_stats *out);
-fv_pool_kind fv_pool_kind_of(const fv_pool *pool);
-const char *fv_pool_name(const fv_pool *pool);
+fv_pool_kind fv_pool_kind_of(const fv_pool *pool); /* the pool's kind */
+const char *fv_pool_name(const fv_pool *pool);     /* its name; static or pool-owned */
 
 #ifdef __cplusplus
 }

@@ -31,10 +31,12 @@ extern "C" {
 #endif
 
 /* ---- classification --------------------------------------------------------- */
+/* A planned top-K over a batch of logits, with its result buffers; opaque. */
 typedef struct fv_classify fv_classify;
 
-#define FV_CLASSIFY_MAX_K 32
+#define FV_CLASSIFY_MAX_K 32 /* the most results per item */
 
+/* What fv_classify_create plans; zero fields mean their defaults. */
 typedef struct fv_classify_desc {
     int batch;   /* N of the logits tensor; >= 1 */
     int classes; /* C of the logits tensor; >= 1 */
@@ -43,6 +45,7 @@ typedef struct fv_classify_desc {
     uint32_t reserved[4]; /* must be zero */
 } fv_classify_desc;
 
+/* One result of fv_classify_result. */
 typedef struct fv_class_score {
     int index;   /* class, 0 .. C-1 */
     float score; /* probability (softmax) or the tensor's value */
@@ -71,10 +74,12 @@ fv_status fv_classify_run(fv_classify *op, const fv_tensor *logits);
 fv_status fv_classify_result(const fv_classify *op, int b, fv_class_score *out, int count);
 
 /* ---- segmentation ----------------------------------------------------------- */
+/* A planned segmentation overlay (argmax, palette, upsampling, blend); opaque. */
 typedef struct fv_segment fv_segment;
 
-#define FV_SEGMENT_MAX_CLASSES 256
+#define FV_SEGMENT_MAX_CLASSES 256 /* the most classes a segmenter takes */
 
+/* What fv_segment_create plans; zero fields mean their defaults. */
 typedef struct fv_segment_desc {
     int batch, classes; /* N and C of the logits tensor; classes 1 .. FV_SEGMENT_MAX_CLASSES */
     int height, width;  /* H and W of the logits tensor */

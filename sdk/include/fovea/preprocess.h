@@ -41,6 +41,7 @@
 extern "C" {
 #endif
 
+/* How a frame is fitted to the net input's size. */
 typedef enum fv_resize_fit {
     FV_RESIZE_STRETCH = 0,  /* the whole frame onto the whole tensor (default) */
     FV_RESIZE_LETTERBOX = 1 /* aspect ratio kept, centred; the fill value around it */
@@ -48,18 +49,19 @@ typedef enum fv_resize_fit {
 
 /* A rectangle of pixels. */
 typedef struct fv_region {
-    int x, y, width, height;
+    int x, y, width, height; /* pixels; x, y: the top-left corner */
 } fv_region;
 
+/* Parameters of fv_preprocess; zero fields mean their defaults. */
 typedef struct fv_preprocess_desc {
-    fv_resize_fit fit;
+    fv_resize_fit fit; /* default STRETCH */
     /* Per tensor channel (R, G, B in that order, or the one grey channel:
      * index 0), in units of byte * scale: ImageNet's mean {0.485, 0.456,
      * 0.406} and std {0.229, 0.224, 0.225} with the default scale. mean 0
      * means 0; std 0 means 1; std must not be negative. */
     float mean[3];
-    float std[3];
-    float scale; /* applied to the 0..255 byte values first; 0 means 1/255 */
+    float std[3]; /* see mean */
+    float scale;  /* applied to the 0..255 byte values first; 0 means 1/255 */
     /* Letterbox: the border's pixel, as R, G, B bytes 0..255 (fill[0] for
      * a 1-channel tensor), normalised as the frame's pixels are. 0 means
      * black; YOLO models use 114. */

@@ -14,6 +14,7 @@
 extern "C" {
 #endif
 
+/* Status codes; code / 100 is the category (fv_status_category). */
 typedef enum fv_status {
     FV_OK = 0,
     /* bad parameter: the caller passed something invalid */
@@ -41,6 +42,7 @@ typedef enum fv_status {
     FV_ERR_INTERNAL = 900
 } fv_status;
 
+/* Categories of status codes, as fv_status_category_of() gives them. */
 typedef enum fv_status_category {
     FV_CATEGORY_OK = 0,
     FV_CATEGORY_BAD_PARAM = 1,
@@ -75,6 +77,7 @@ fv_status fv_set_error(fv_status s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* prefixes the last error with "what: "; returns s */
 fv_status fv_error_prefix(fv_status s, const char *what);
 
 #ifdef __cplusplus

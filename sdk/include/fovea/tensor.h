@@ -18,28 +18,33 @@
 extern "C" {
 #endif
 
+/* An n-dimensional (N, H, W, C) array in a pool of a context; opaque. */
 typedef struct fv_tensor fv_tensor;
 
+/* Element types. */
 typedef enum fv_dtype {
     FV_DTYPE_F16 = 0, /* default */
     FV_DTYPE_F32 = 1,
     FV_DTYPE_U8 = 2
 } fv_dtype;
 
+/* Memory layouts. */
 typedef enum fv_layout {
     FV_LAYOUT_NHWC = 0 /* the only layout, for now */
 } fv_layout;
 
+/* What fv_tensor_create makes; zero fields mean their defaults. */
 typedef struct fv_tensor_desc {
-    fv_dtype dtype;   /* default F16 */
-    fv_layout layout; /* default NHWC */
-    int n, h, w, c;   /* each >= 1; n 0 means 1 */
-    fv_pool *pool;    /* where the data lives; NULL: the context's DEVICE pool */
-    uint32_t reserved[4];
+    fv_dtype dtype;       /* default F16 */
+    fv_layout layout;     /* default NHWC */
+    int n, h, w, c;       /* each >= 1; n 0 means 1 */
+    fv_pool *pool;        /* where the data lives; NULL: the context's DEVICE pool */
+    uint32_t reserved[4]; /* must be zero */
 } fv_tensor_desc;
 
+/* A tensor's shape and storage, as fv_tensor_shape_get gives them. */
 typedef struct fv_tensor_shape {
-    fv_dtype dtype;
+    fv_dtype dtype;     /* as created */
     int n, h, w, c;     /* logical shape */
     int c_stored;       /* C as stored: c rounded up to 8 for F16 */
     size_t stride[4];   /* elements between neighbours along N, H, W, C */
@@ -57,11 +62,12 @@ fv_status fv_tensor_create(fv_context *ctx, const fv_tensor_desc *desc, fv_tenso
  * tensor must have finished (fv_context_synchronize). */
 void fv_tensor_destroy(fv_tensor *t);
 
+/* Fills *out with t's shape. t and out required; returns FV_ERR_BAD_PARAM otherwise. */
 fv_status fv_tensor_shape_get(const fv_tensor *t, fv_tensor_shape *out);
 /* The storage address (a device address for DEVICE pools of a CUDA context;
  * the host address for MAPPED pools). */
 void *fv_tensor_data(const fv_tensor *t);
-fv_pool *fv_tensor_pool(const fv_tensor *t);
+fv_pool *fv_tensor_pool(const fv_tensor *t); /* the pool t lives in */
 
 /* Copies dense NHWC host data (C channels, the tensor's dtype, no padding:
  * shape.dense_bytes bytes) into t, asynchronously on the context's stream.

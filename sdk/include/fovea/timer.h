@@ -22,9 +22,10 @@
 extern "C" {
 #endif
 
+/* Marks on a context's stream and the times between them; opaque. */
 typedef struct fv_timer fv_timer;
 
-#define FV_TIMER_MAX_MARKS 64
+#define FV_TIMER_MAX_MARKS 64 /* the most marks a timer takes */
 
 /* marks: 2 .. FV_TIMER_MAX_MARKS. ctx and out required; *out NULL on
  * failure. Returns FV_ERR_BAD_PARAM, FV_ERR_OUT_OF_MEMORY, FV_ERR_CUDA. */

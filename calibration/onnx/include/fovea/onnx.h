@@ -60,10 +60,10 @@ typedef void (*fv_onnx_log_fn)(const char *line, void *user);
  * float32 in data, or integers in int_data (exactly one of the two, unless
  * count is 0). */
 typedef struct fv_onnx_constant {
-    const char *name;
-    const float *data;
-    const int64_t *int_data;
-    size_t count; /* elements; must equal the input's declared shape */
+    const char *name;        /* the graph input's name */
+    const float *data;       /* float32 values, or NULL */
+    const int64_t *int_data; /* integer values, or NULL */
+    size_t count;            /* elements; must equal the input's declared shape */
 } fv_onnx_constant;
 
 /* Zero means default for every field. */
@@ -72,20 +72,20 @@ typedef struct fv_onnx_options {
     /* Graph inputs bound to constants (see fv_onnx_constant); the array is
      * read during the call only. */
     const fv_onnx_constant *constants;
-    int constant_count;
+    int constant_count; /* entries in constants */
     /* Largest model file accepted (bytes); 0 means 4 GiB. External data
      * files are checked against their own size. */
     size_t max_file_bytes;
-    fv_onnx_log_fn log; /* NULL: nothing logged */
-    void *log_user;
+    fv_onnx_log_fn log;   /* NULL: nothing logged */
+    void *log_user;       /* passed to log */
     uint32_t reserved[8]; /* must be zero */
 } fv_onnx_options;
 
 /* A graph input or output as ONNX sees it, and its fovea tensor. */
 typedef struct fv_onnx_io {
-    char name[64]; /* truncated if longer */
-    int rank;
-    int64_t dims[FV_ONNX_MAX_RANK];
+    char name[64];                  /* truncated if longer */
+    int rank;                       /* dims used */
+    int64_t dims[FV_ONNX_MAX_RANK]; /* the first rank entries are used */
     int tensor; /* builder tensor id; the net's input/output index is the array index */
     /* 1 when dims are (N, H, W, C): the model transposes this input to NCHW
      * first (or this output from NCHW last), which fovea's NHWC storage makes
@@ -94,21 +94,22 @@ typedef struct fv_onnx_io {
     int nhwc;
 } fv_onnx_io;
 
+/* What fv_onnx_load read and built. */
 typedef struct fv_onnx_report {
-    int64_t ir_version;
-    int64_t opset; /* of the default domain */
-    char producer[64];
-    int nodes;           /* in the graph */
-    int initializers;    /* constant tensors in the file */
-    int folded;          /* nodes computed at load (Constant, Shape, Gather, ...) */
-    int removed;         /* Identity, Dropout, and reshapes to the same shape */
-    int fused;           /* patterns made one layer (SiLU, HardSwish) */
-    int layers;          /* builder layers added */
-    size_t weight_bytes; /* float weights handed to the builder */
-    int input_count, output_count;
-    fv_onnx_io inputs[FV_ONNX_MAX_IO];
-    fv_onnx_io outputs[FV_ONNX_MAX_IO];
-    uint32_t reserved[8];
+    int64_t ir_version;                 /* the file's ONNX IR version */
+    int64_t opset;                      /* of the default domain */
+    char producer[64];                  /* producer_name and version, e.g. "pytorch 2.1" */
+    int nodes;                          /* in the graph */
+    int initializers;                   /* constant tensors in the file */
+    int folded;                         /* nodes computed at load (Constant, Shape, Gather, ...) */
+    int removed;                        /* Identity, Dropout, and reshapes to the same shape */
+    int fused;                          /* patterns made one layer (SiLU, HardSwish) */
+    int layers;                         /* builder layers added */
+    size_t weight_bytes;                /* float weights handed to the builder */
+    int input_count, output_count;      /* entries used in inputs, outputs */
+    fv_onnx_io inputs[FV_ONNX_MAX_IO];  /* the graph inputs, in the net's input order */
+    fv_onnx_io outputs[FV_ONNX_MAX_IO]; /* the graph outputs, in the net's output order */
+    uint32_t reserved[8];               /* reserved for growth */
 } fv_onnx_report;
 
 /* Loads the model at path into a new builder.
@@ -157,6 +158,7 @@ typedef enum fv_onnx_item {
     FV_ONNX_ITEM_NODE = 2,       /* a node (name, op_type, domain), in file order */
     FV_ONNX_ITEM_INITIALIZER = 3 /* an initializer (name) */
 } fv_onnx_item;
+/* Called by fv_onnx_inspect for each item; the strings are valid during the call only. */
 typedef void (*fv_onnx_inspect_fn)(fv_onnx_item kind, const char *name, const char *op_type,
                                    const char *domain, void *user);
 
@@ -171,13 +173,13 @@ fv_status fv_onnx_inspect(const char *path, int64_t *opset, fv_onnx_inspect_fn f
  * stores inputs and outputs. Float classes (float32/16/64, bfloat16) come
  * as float32 in data, integer classes and bool as int64 in int_data. */
 typedef struct fv_onnx_tensor {
-    char name[64];
-    int elem_type; /* ONNX TensorProto.DataType: 1 float32, 7 int64, ... */
-    int rank;
-    int64_t dims[FV_ONNX_MAX_RANK];
-    size_t count;
-    float *data;       /* malloc'd, or NULL */
-    int64_t *int_data; /* malloc'd, or NULL */
+    char name[64];                  /* the TensorProto's name; truncated if longer */
+    int elem_type;                  /* ONNX TensorProto.DataType: 1 float32, 7 int64, ... */
+    int rank;                       /* dims used */
+    int64_t dims[FV_ONNX_MAX_RANK]; /* the tensor's dims */
+    size_t count;                   /* elements */
+    float *data;                    /* malloc'd, or NULL */
+    int64_t *int_data;              /* malloc'd, or NULL */
 } fv_onnx_tensor;
 
 /* Reads path into *out (zeroed first; free with fv_onnx_tensor_free).
@@ -192,6 +194,7 @@ void fv_onnx_tensor_free(fv_onnx_tensor *t);
  * order (the 4-D shape as fv_net_builder_shape gives it). src and dst must
  * not overlap. */
 void fv_onnx_nhwc_to_nchw(const float *nhwc, int n, int c, int h, int w, float *nchw);
+/* the reverse */
 void fv_onnx_nchw_to_nhwc(const float *nchw, int n, int c, int h, int w, float *nhwc);
 
 #ifdef __cplusplus

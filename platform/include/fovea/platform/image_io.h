@@ -22,10 +22,10 @@ extern "C" {
 /* An image in host memory that owns its pixels. */
 typedef struct fv_host_image {
     fv_pixel_format format; /* GRAY8, RGB24, BGR24 or RGBA32 */
-    int width, height;
-    size_t stride; /* bytes per row; loaded images are dense (width * bytes per pixel) */
-    void *data;    /* malloc'd; owned by the struct: free with fv_host_image_free */
-    size_t size;   /* bytes at data (stride * height) */
+    int width, height;      /* pixels */
+    size_t stride;          /* bytes per row; loaded images are dense (width * bytes per pixel) */
+    void *data;             /* malloc'd; owned by the struct: free with fv_host_image_free */
+    size_t size;            /* bytes at data (stride * height) */
 } fv_host_image;
 
 /* Frees img->data and zeroes *img. NULL, or an image already freed or
@@ -60,6 +60,7 @@ static inline fv_image fv_host_image_view(const fv_host_image *img) {
  * FV_ERR_OUT_OF_MEMORY. */
 fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_image *out);
 
+/* Options of fv_image_file_save; NULL or zero fields mean the defaults. */
 typedef struct fv_image_save_desc {
     int jpeg_quality;     /* 1..100; 0 means 90. Ignored for PNG. */
     uint32_t reserved[7]; /* must be zero */

@@ -25,8 +25,10 @@
 extern "C" {
 #endif
 
+/* A destination for frames opened from a URI (display, file, RTP, null); opaque. */
 typedef struct fv_sink fv_sink;
 
+/* What fv_sink_open opens; zero fields mean their defaults. */
 typedef struct fv_sink_desc {
     const char *uri;        /* required; copied */
     int width, height;      /* of every frame written; required */
@@ -34,7 +36,7 @@ typedef struct fv_sink_desc {
     double rate;            /* frames per second for video and RTP; 0 means 30 */
     int bitrate_kbps;       /* H.264 encoders; 0 means 8000 */
     fv_log_fn log;          /* NULL: messages dropped */
-    void *log_user;
+    void *log_user;         /* passed to log */
     /* 1: draw a caption over the frames (fv_sink_set_text) where the sink
      * can: GStreamer sinks (display, video, RTP) with the textoverlay
      * element (gst-plugins-base's pango plugin). fv_sink_info.text_overlay
@@ -43,13 +45,14 @@ typedef struct fv_sink_desc {
     uint32_t reserved[7]; /* must be zero */
 } fv_sink_desc;
 
+/* What a sink writes to, as fv_sink_info_get gives it. */
 typedef struct fv_sink_info {
-    char kind[16];    /* "display", "video", "images", "image", "rtp", "null" */
-    char name[256];   /* path, host:port, display */
-    char detail[256]; /* e.g. the encoder element, "PNG" */
-    uint64_t frames;  /* frames written so far */
-    int text_overlay; /* 1: fv_sink_set_text draws its caption on the frames */
-    uint32_t reserved[7];
+    char kind[16];        /* "display", "video", "images", "image", "rtp", "null" */
+    char name[256];       /* path, host:port, display */
+    char detail[256];     /* e.g. the encoder element, "PNG" */
+    uint64_t frames;      /* frames written so far */
+    int text_overlay;     /* 1: fv_sink_set_text draws its caption on the frames */
+    uint32_t reserved[7]; /* reserved for growth */
 } fv_sink_info;
 
 /* Opens the sink. Returns FV_ERR_BAD_PARAM (NULL, malformed URI, size,

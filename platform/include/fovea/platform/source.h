@@ -3,7 +3,7 @@
  *   v4l2:///dev/video0        V4L2 camera (mmap buffers; user pointers into
  *                             caller memory on request)
  *   csi://0                   Jetson CSI camera (GStreamer nvarguscamerasrc)
- *   gst://<pipeline>          any GStreamer pipeline; fovea appends an appsink
+ *   gst://PIPELINE            any GStreamer pipeline; fovea appends an appsink
  *                             unless the pipeline ends in one named "sink"
  *   file://photo.png, .jpg    a still image (PNG, JPEG), repeated
  *   file://frames_%04d.png    an image sequence (printf index from 0, or 1)
@@ -28,11 +28,14 @@
 extern "C" {
 #endif
 
+/* A source of frames opened from a URI (camera, file, GStreamer, test); opaque. */
 typedef struct fv_source fv_source;
 
+/* A V4L2 fourcc from its four characters, e.g. FV_FOURCC('Y','U','Y','V'). */
 #define FV_FOURCC(a, b, c, d)                                                                      \
     ((uint32_t)(a) | ((uint32_t)(b) << 8) | ((uint32_t)(c) << 16) | ((uint32_t)(d) << 24))
 
+/* What fv_source_open opens; zero fields mean their defaults. */
 typedef struct fv_source_desc {
     const char *uri; /* required; copied */
     /* Requested size, rate and pixel format; 0 means the source's own
@@ -42,8 +45,8 @@ typedef struct fv_source_desc {
      * what it offers. Files and GStreamer sources convert to the requested
      * format (RGB24, BGR24, GRAY8, RGBA32, YUYV, UYVY, NV12). */
     int width, height;
-    double rate;
-    fv_pixel_format format;
+    double rate;            /* frames per second */
+    fv_pixel_format format; /* of the frames delivered */
     /* v4l2: the camera's own pixel format as a V4L2 fourcc, e.g.
      * FV_FOURCC('M','J','P','G') (decoded to `format`, default RGB24, with
      * libjpeg-turbo); 0: the one matching `format`, or the driver's current
@@ -60,10 +63,10 @@ typedef struct fv_source_desc {
      * fv_frame_buffer data in MAPPED memory). NULL: mmap buffers. The
      * caller keeps them alive until fv_source_close. */
     void *const *user_buffers;
-    size_t user_buffer_bytes;
-    fv_log_fn log; /* NULL: messages dropped */
-    void *log_user;
-    uint32_t reserved[8]; /* must be zero */
+    size_t user_buffer_bytes; /* see user_buffers */
+    fv_log_fn log;            /* NULL: messages dropped */
+    void *log_user;           /* passed to log */
+    uint32_t reserved[8];     /* must be zero */
 } fv_source_desc;
 
 /* Flags for fv_source_capture. */
@@ -73,6 +76,7 @@ enum {
     FV_SOURCE_CAPTURE_LATEST = 1u << 0
 };
 
+/* A captured frame, from fv_source_capture. */
 typedef struct fv_source_frame {
     fv_image image;       /* host pixels, stride filled; valid until the next
                              capture or close */
@@ -81,18 +85,19 @@ typedef struct fv_source_frame {
     uint64_t sequence;    /* 0, 1, 2, ... frames delivered */
     uint64_t dropped;     /* frames lost so far (LATEST, driver sequence gaps) */
     int buffer_index;     /* user-pointer mode: which user buffer; else -1 */
-    uint32_t reserved[3];
+    uint32_t reserved[3]; /* reserved for growth */
 } fv_source_frame;
 
+/* What a source delivers, as fv_source_info_get gives it. */
 typedef struct fv_source_info {
-    char kind[16];    /* "v4l2", "csi", "gst", "image", "sequence", "video", "test" */
-    char name[256];   /* device card, file path or pipeline */
-    char detail[256]; /* e.g. "mmap, 4 buffers, driver vivid" */
-    fv_pixel_format format;
-    int width, height;
-    double rate;    /* frames per second; 0 unpaced or unknown */
-    int64_t frames; /* frames in a finite source; -1 unknown or endless */
-    uint32_t reserved[8];
+    char kind[16];          /* "v4l2", "csi", "gst", "image", "sequence", "video", "test" */
+    char name[256];         /* device card, file path or pipeline */
+    char detail[256];       /* e.g. "mmap, 4 buffers, driver vivid" */
+    fv_pixel_format format; /* of the frames delivered */
+    int width, height;      /* of the frames delivered */
+    double rate;            /* frames per second; 0 unpaced or unknown */
+    int64_t frames;         /* frames in a finite source; -1 unknown or endless */
+    uint32_t reserved[8];   /* reserved for growth */
 } fv_source_info;
 
 /* Opens the source. Returns FV_ERR_BAD_PARAM (NULL, malformed URI, bad
