@@ -1,6 +1,7 @@
 /* Context: backend choice, info, descriptor checks, logging. */
 #include <stdio.h>
 #include <string.h>
+#include <stdint.h>
 #include "fv_test.h"
 
 static void cpu_context_reports_what_it_runs_on(void **state) {
@@ -61,6 +62,10 @@ static void bad_descriptors_are_refused(void **state) {
     /* a pool too large to reserve is an out-of-memory error naming the pool */
     d = (fv_context_desc){.backend = FV_BACKEND_CPU, .host_pool_bytes = (size_t)1 << 62};
     FV_ASSERT_STATUS(fv_context_create(&d, &ctx), FV_ERR_OUT_OF_MEMORY, "host");
+    /* SIZE_MAX must not wrap to an empty pool when rounded up to FV_ALIGN */
+    d = (fv_context_desc){.backend = FV_BACKEND_CPU, .device_pool_bytes = SIZE_MAX};
+    FV_ASSERT_STATUS(fv_context_create(&d, &ctx), FV_ERR_OUT_OF_MEMORY, "device");
+    assert_null(ctx);
 }
 
 typedef struct {

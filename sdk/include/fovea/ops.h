@@ -131,7 +131,8 @@ fv_status fv_conv2d_info_get(const fv_conv2d *op, fv_conv2d_info *out);
  * Returns FV_ERR_BAD_SHAPE, FV_ERR_BAD_PARAM, FV_ERR_CUDNN. */
 fv_status fv_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
 
-/* Output size of one spatial dimension; 0 if the window does not fit. */
+/* Output size of one spatial dimension; 0 if the window does not fit, an
+ * argument is out of range, or the size would not fit an int. */
 int fv_conv_output_dim(int in, int kernel, int stride, int pad, int dilation);
 
 /* ---- 2-D pooling ------------------------------------------------------ */
