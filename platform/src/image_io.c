@@ -37,16 +37,17 @@ void fv_host_image_free(fv_host_image *img) {
 static fv_status read_file(const char *path, unsigned char **buf, size_t *size) {
     *buf = NULL;
     *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return fv__error(FV_ERR_IO, "image_file_load: cannot open '%s': %s", path, strerror(errno));
+    FILE *f = NULL;
+    const char *kind = NULL;
+    int e = fv__fopen_regular(path, &f, &kind);
+    if (e < 0)
+        return fv__error(FV_ERR_IO, "image_file_load: '%s' is %s, not a regular file", path, kind);
+    if (e > 0)
+        return fv__error(FV_ERR_IO, "image_file_load: cannot open '%s': %s", path, strerror(e));
     struct stat st;
     fv_status s = FV_OK;
     if (fstat(fileno(f), &st) != 0)
         s = fv__error(FV_ERR_IO, "image_file_load: '%s': stat failed: %s", path, strerror(errno));
-    else if (!S_ISREG(st.st_mode))
-        s = fv__error(FV_ERR_IO, "image_file_load: '%s' is not a regular file%s", path,
-                      S_ISDIR(st.st_mode) ? " (it is a directory)" : "");
     else if (st.st_size == 0)
         s = fv__error(FV_ERR_FORMAT, "image_file_load: '%s' is empty (0 bytes): not an image",
                       path);
@@ -66,7 +67,7 @@ static fv_status read_file(const char *path, unsigned char **buf, size_t *size) 
     }
     size_t got = fread(b, 1, n, f);
     if (got != n && ferror(f)) {
-        int e = errno;
+        e = errno;
         free(b);
         fclose(f);
         return fv__error(FV_ERR_IO, "image_file_load: reading '%s' failed: %s", path, strerror(e));

@@ -17,6 +17,11 @@
  * platform layer uses it so its messages reach callers the same way. */
 fv_status fv__error(fv_status s, const char *fmt, ...) FV__PLATFORM_PRINTF(2, 3);
 
+/* libfovea's non-blocking open for reading (sdk/src/core/file.c): 0 with
+ * *out; an errno value; or -1 when path is not a regular file, *kind saying
+ * what it is ("a FIFO (named pipe)"). */
+int fv__fopen_regular(const char *path, FILE **out, const char **kind);
+
 /* Bytes per pixel of the formats image files use (GRAY8, RGB24, BGR24,
  * RGBA32); 0 for the others. */
 size_t fv__image_file_bpp(fv_pixel_format f);

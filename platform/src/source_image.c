@@ -160,9 +160,9 @@ static fv_status open_first(fv_source *src, image_src *is, const char *first) {
         if (!is->sequence) {
             /* fv_image_file_load goes by content too: PNG unless the JPEG magic. */
             int jpeg = 0;
-            FILE *fh = fopen(first, "rb");
+            FILE *fh = NULL;
             unsigned char magic[2] = {0, 0};
-            if (fh) {
+            if (fv__fopen_regular(first, &fh, NULL) == 0) {
                 jpeg = fread(magic, 1, 2, fh) == 2 && magic[0] == 0xFF && magic[1] == 0xD8;
                 fclose(fh);
             }

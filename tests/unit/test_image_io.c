@@ -475,6 +475,13 @@ static void bad_params(void **state) {
     fv_host_image im;
     const char *ok = fv_test_data_path("astronaut.png");
     FV_ASSERT_STATUS(fv_image_file_load(NULL, 0, &im), FV_ERR_BAD_PARAM, "path");
+    /* a FIFO without a writer is refused at once, never waited on */
+    p = tmp_path("fifo.png");
+    assert_int_equal(mkfifo(p, 0600), 0);
+    FV_ASSERT_STATUS(fv_image_file_load(p, 0, &(fv_host_image){0}), FV_ERR_IO, "FIFO");
+    remove(p);
+    FV_ASSERT_STATUS(fv_image_file_load("/dev/zero", 0, &(fv_host_image){0}), FV_ERR_IO,
+                     "character device");
     FV_ASSERT_STATUS(fv_image_file_load(ok, 0, NULL), FV_ERR_BAD_PARAM, "out");
     FV_ASSERT_STATUS(fv_image_file_load(ok, FV_PIXEL_NV12, &im), FV_ERR_BAD_PARAM, "NV12");
 

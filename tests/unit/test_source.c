@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "fovea/platform/image_io.h"
@@ -243,6 +245,15 @@ static void image_errors(void **state) {
     d.uri = bad;
     FV_ASSERT_STATUS(fv_source_open(&d, &s), FV_ERR_FORMAT, "corrupt.png");
     unlink(bad);
+    /* a FIFO without a writer as a still image is refused, never waited on */
+    const char *fifo = tmp_path("fifo.png");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    char uri[300];
+    snprintf(uri, sizeof uri, "file://%s", fifo);
+    d.uri = uri;
+    FV_ASSERT_STATUS(fv_source_open(&d, &s), FV_ERR_IO, "FIFO");
+    assert_null(s);
+    unlink(fifo);
     d.uri = tmp_path("x%s%d.png");
     FV_ASSERT_STATUS(fv_source_open(&d, &s), FV_ERR_BAD_PARAM, "one %d conversion");
     d.uri = tmp_path("nothing_%03d.png");

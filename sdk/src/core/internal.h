@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "fovea/fovea.h"
 
 #ifdef __cplusplus
@@ -39,6 +40,17 @@ void fv__log(const fv_context *ctx, fv_log_level level, const char *fmt, ...) FV
     do {                                                                                           \
         if (!(cond)) return fv__error((status), __VA_ARGS__);                                      \
     } while (0)
+
+/* ---- files ---------------------------------------------------------------
+ * Opens path for reading ("rb") only if it is a regular file; the open never
+ * blocks (a FIFO without a writer, a device). Returns 0 with *out set; an
+ * errno value when open or fstat fails; or -1 when path exists but is not a
+ * regular file, with *kind (when not NULL) saying what it is ("a FIFO (named
+ * pipe)", "a directory", ...). Exported for fovea's platform layer and tools
+ * (file.c). */
+int fv__fopen_regular(const char *path, FILE **out, const char **kind);
+/* What a stat mode is, as a phrase: "a directory", "a FIFO (named pipe)". */
+const char *fv__file_kind(unsigned mode);
 
 #define FV_ROUND_UP(x, a) ((((x) + (a)-1) / (a)) * (a))
 
