@@ -2,6 +2,7 @@
  * (rtp://host:port) and a window (display://N), each fed through an appsrc
  * with frames copied into GstBuffers. */
 #include <ctype.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,22 @@ fv_status fv__sink_open_rtp(fv_sink *sink, const char *host_port) {
                          op, uri, host_port);
     memcpy(host, h, hn);
     host[hn] = 0;
+    /* Resolved here, once: a host that does not resolve is an error now,
+     * not a stream of packets silently never sent. udpsink gets the
+     * numeric address. */
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_DGRAM;
+    int gai = getaddrinfo(host, NULL, &hints, &ai);
+    if (gai != 0 || !ai)
+        return fv__error(FV_ERR_IO, "%s: '%s': host '%s' does not resolve to an address: %s", op,
+                         uri, host, gai ? gai_strerror(gai) : "no address");
+    char addr[NI_MAXHOST];
+    gai = getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
+    freeaddrinfo(ai);
+    if (gai != 0)
+        return fv__error(FV_ERR_IO, "%s: '%s': host '%s': %s", op, uri, host, gai_strerror(gai));
     fv_status s = fv__gst_init(op);
     if (s != FV_OK) return s;
     const char *const needed[] = {"appsrc", "videoconvert", "rtph264pay", "udpsink", NULL};
@@ -298,15 +315,19 @@ fv_status fv__sink_open_rtp(fv_sink *sink, const char *host_port) {
     const char *enc = NULL;
     gchar *chain = h264_chain(sink, op, 1, &enc);
     if (!chain) return FV_ERR_NOT_SUPPORTED;
-    gchar *tail = g_strdup_printf("%s ! rtph264pay config-interval=1 pt=96 ! udpsink host=%s "
-                                  "port=%ld sync=false async=false",
-                                  chain, host, port);
+    /* name=net: its send errors (warnings on the bus) fail the sink */
+    gchar *tail = g_strdup_printf("%s ! rtph264pay config-interval=1 pt=96 ! udpsink name=net "
+                                  "host=%s port=%ld sync=false async=false",
+                                  chain, addr, port);
     s = open_appsrc(sink, op, tail, NULL, 0);
     g_free(tail);
     g_free(chain);
     if (s != FV_OK) return s;
     snprintf(sink->info.kind, sizeof sink->info.kind, "rtp");
-    snprintf(sink->info.name, sizeof sink->info.name, "%.200s:%ld", host, port);
+    if (strcmp(host, addr) != 0)
+        snprintf(sink->info.name, sizeof sink->info.name, "%.100s (%.60s):%ld", host, addr, port);
+    else
+        snprintf(sink->info.name, sizeof sink->info.name, "%.200s:%ld", host, port);
     snprintf(sink->info.detail, sizeof sink->info.detail,
              "H.264 (%s, %d kbps) over RTP/UDP, payload 96", enc, sink->desc.bitrate_kbps);
     return FV_OK;
