@@ -442,6 +442,29 @@ static void test_determinism(void **state) {
     fv_source_close(a);
 }
 
+/* A view of an extreme shape costs set-up linear in its pixels: the photo
+ * is not scaled to cover 1.25 x 32768 in both dimensions (5 GB). */
+static void test_extreme_shapes(void **state) {
+    (void)state;
+    const int sizes[][2] = {{32768, 1}, {1, 32768}, {32768, 2}};
+    for (int i = 0; i < 3; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        fv_source *s = open_src(
+            &(fv_source_desc){.uri = "test://?fps=0", .width = sizes[i][0], .height = sizes[i][1]});
+        fv_source_frame f;
+        for (int n = 0; n < 3; n++)
+            FV_ASSERT_OK(fv_source_capture(s, 0, &f));
+        assert_int_equal(f.image.width, sizes[i][0]);
+        assert_int_equal(f.image.height, sizes[i][1]);
+        fv_source_close(s);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if (sec > 3.0)
+            fail_msg("test:// at %dx%d took %.1f s to set up", sizes[i][0], sizes[i][1], sec);
+    }
+}
+
 static void test_query(void **state) {
     (void)state;
     fv_source *s = open_src(&(fv_source_desc){.uri = "test://?frames=3&fps=0"});
@@ -628,8 +651,8 @@ int main(void) {
         cmocka_unit_test(image_formats),     cmocka_unit_test(image_errors),
         cmocka_unit_test(sequence),          cmocka_unit_test(test_default),
         cmocka_unit_test(test_formats),      cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_query),        cmocka_unit_test(convert),
-        cmocka_unit_test(test_items),
+        cmocka_unit_test(test_query),        cmocka_unit_test(test_extreme_shapes),
+        cmocka_unit_test(convert),           cmocka_unit_test(test_items),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
