@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include "fovea/fovea.h"
@@ -120,6 +121,19 @@ static int parse(int argc, char **argv, options *o) {
         return 2;
     }
     if (kind >= 0) o->filter.kind = (fv_filter_kind)kind;
+    /* the output's format comes from its extension: refuse before the work */
+    if (o->output) {
+        const char *slash = strrchr(o->output, '/');
+        const char *dot = strrchr(slash ? slash + 1 : o->output, '.');
+        if (!dot ||
+            (strcasecmp(dot, ".png") && strcasecmp(dot, ".jpg") && strcasecmp(dot, ".jpeg"))) {
+            fprintf(stderr,
+                    "fovea-laplacian: --output %s: the extension chooses the format: .png, .jpg "
+                    "or .jpeg\n",
+                    o->output);
+            return 2;
+        }
+    }
     return 0;
 }
 

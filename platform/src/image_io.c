@@ -117,6 +117,35 @@ static fv_status convert(const char *path, fv_host_image *img, fv_pixel_format w
 
 static const unsigned char png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
+/* Neither magic: a damaged PNG signature (most of it there) is named as
+ * such, with the first byte that is wrong; anything else shows its first
+ * bytes. */
+static fv_status unknown_format(const char *path, const unsigned char *buf, size_t size) {
+    char head[40] = "";
+    for (size_t i = 0, len = 0; i < size && i < 8; i++)
+        len += (size_t)snprintf(head + len, sizeof head - len, "%s%02x", i ? " " : "", buf[i]);
+    size_t same = 0;
+    for (size_t i = 0; i < size && i < 8; i++)
+        same += buf[i] == png_magic[i];
+    if (same >= 4 && size >= 8) {
+        size_t bad = 0;
+        while (buf[bad] == png_magic[bad])
+            bad++;
+        return fv__error(FV_ERR_FORMAT,
+                         "image_file_load: '%s': corrupt PNG signature: byte %zu is 0x%02x, not "
+                         "0x%02x (the file starts %s; a PNG starts 89 50 4e 47 0d 0a 1a 0a)",
+                         path, bad + 1, buf[bad], png_magic[bad], head);
+    }
+    if (same >= 4)
+        return fv__error(FV_ERR_FORMAT,
+                         "image_file_load: '%s': truncated PNG signature: the file is %zu bytes "
+                         "(%s), a PNG signature alone is 8",
+                         path, size, head);
+    return fv__error(FV_ERR_FORMAT,
+                     "image_file_load: '%s' is not a PNG or JPEG file (it starts with bytes %s)",
+                     path, head);
+}
+
 fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_image *out) {
     if (out) memset(out, 0, sizeof *out);
     if (!path || !out)
@@ -137,12 +166,7 @@ fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_ima
     } else if (size >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff) {
         s = fv__jpeg_decode(path, buf, size, &img);
     } else {
-        char head[16] = "";
-        for (size_t i = 0, len = 0; i < size && i < 4; i++)
-            len += (size_t)snprintf(head + len, sizeof head - len, "%s%02x", i ? " " : "", buf[i]);
-        s = fv__error(FV_ERR_FORMAT,
-                      "image_file_load: '%s' is not a PNG or JPEG file (it starts with bytes %s)",
-                      path, head);
+        s = unknown_format(path, buf, size);
     }
     free(buf);
     if (s == FV_OK && want != 0) s = convert(path, &img, want);

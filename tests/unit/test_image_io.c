@@ -429,6 +429,12 @@ static void malformed(void **state) {
     expect_load_error(p, FV_ERR_FORMAT);
     write_bytes(p = tmp_path("trunc_half.png"), png, n / 2);
     expect_load_error(p, FV_ERR_FORMAT);
+    /* a damaged signature is named as one, with the byte that is wrong */
+    png[7] = 0x0b;
+    write_bytes(p = tmp_path("signature.png"), png, n);
+    FV_ASSERT_STATUS(fv_image_file_load(p, 0, &(fv_host_image){0}), FV_ERR_FORMAT,
+                     "corrupt PNG signature: byte 8 is 0x0b, not 0x0a");
+    png[7] = 0x0a;
 
     /* corrupted IDAT data: caught by the chunk CRC ... */
     size_t len = 0, off = find_idat(png, n, &len);
@@ -469,12 +475,6 @@ static void malformed(void **state) {
     FV_ASSERT_STATUS(fv_image_file_load(p, 0, &(fv_host_image){0}), FV_ERR_IO,
                      "No such file or directory");
     expect_load_error(tmp_dir, FV_ERR_IO); /* a directory */
-}
-
-static void bad_params(void **state) {
-    fv_host_image im;
-    const char *ok = fv_test_data_path("astronaut.png");
-    FV_ASSERT_STATUS(fv_image_file_load(NULL, 0, &im), FV_ERR_BAD_PARAM, "path");
     /* a FIFO without a writer is refused at once, never waited on */
     p = tmp_path("fifo.png");
     assert_int_equal(mkfifo(p, 0600), 0);
@@ -482,6 +482,12 @@ static void bad_params(void **state) {
     remove(p);
     FV_ASSERT_STATUS(fv_image_file_load("/dev/zero", 0, &(fv_host_image){0}), FV_ERR_IO,
                      "character device");
+}
+
+static void bad_params(void **state) {
+    fv_host_image im;
+    const char *ok = fv_test_data_path("astronaut.png");
+    FV_ASSERT_STATUS(fv_image_file_load(NULL, 0, &im), FV_ERR_BAD_PARAM, "path");
     FV_ASSERT_STATUS(fv_image_file_load(ok, 0, NULL), FV_ERR_BAD_PARAM, "out");
     FV_ASSERT_STATUS(fv_image_file_load(ok, FV_PIXEL_NV12, &im), FV_ERR_BAD_PARAM, "NV12");
 
