@@ -22,6 +22,12 @@ if compgen -G ".deps/*.deb" >/dev/null; then
   done
   export LD_LIBRARY_PATH=/tmp/fv-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   extra+=(-DCMAKE_PREFIX_PATH=/tmp/fv-deps/usr -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+  # Debian's multiarch headers (libjpeg62-turbo's jconfig.h) sit in
+  # usr/include/x86_64-linux-gnu, which find_package does not search: without
+  # this the machine's own jconfig.h (JPEG_LIB_VERSION 80) is compiled
+  # against the unpacked libjpeg 62 ("Wrong JPEG library version").
+  multiarch=/tmp/fv-deps/usr/include/x86_64-linux-gnu
+  [ -d "$multiarch" ] && extra+=("-DCMAKE_C_FLAGS=-I$multiarch")
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.used --format=csv | tee "$out/gpu.txt"
 start=$(date +%s)
