@@ -122,6 +122,42 @@ static void pools_have_the_sizes_asked_for(void **state) {
     fv_context_destroy(ctx);
 }
 
+/* As uv_loop_close: a context with live objects is refused, intact. */
+static void destroy_with_live_objects_is_refused(void **state) {
+    fv_context *ctx = fv_test_cpu_context(0);
+    fv_tensor *a = NULL, *b = NULL;
+    fv_tensor_desc td = {.dtype = FV_DTYPE_F32, .h = 4, .w = 4, .c = 1};
+    FV_ASSERT_OK(fv_tensor_create(ctx, &td, &a));
+    FV_ASSERT_OK(fv_tensor_create(ctx, &td, &b));
+    float w[9] = {0};
+    fv_conv2d_desc cd = {
+        .h = 4, .w = 4, .c = 1, .k = 1, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1, .weights = w};
+    cd.dtype = FV_DTYPE_F32;
+    fv_conv2d *conv = NULL;
+    FV_ASSERT_OK(fv_conv2d_create(ctx, &cd, &conv));
+    fv_pool *pool = NULL;
+    FV_ASSERT_OK(fv_pool_create(ctx, &(fv_pool_desc){.kind = FV_POOL_HOST, .bytes = 4096}, &pool));
+    fv_filter *f = NULL;
+    FV_ASSERT_OK(fv_filter_create(
+        ctx, &(fv_filter_desc){.kind = FV_FILTER_LAPLACIAN, .width = 8, .height = 8}, &f));
+    FV_ASSERT_STATUS(fv_context_destroy(ctx), FV_ERR_BAD_STATE, "2 tensors");
+    assert_non_null(strstr(fv_last_error(), "1 conv2d"));
+    assert_non_null(strstr(fv_last_error(), "1 pool"));
+    assert_non_null(strstr(fv_last_error(), "1 filter"));
+    /* the context still works: nothing was freed */
+    FV_ASSERT_OK(fv_tensor_upload(ctx, a, (float[16]){0}, 16 * sizeof(float)));
+    FV_ASSERT_OK(fv_conv2d_forward(conv, a, b));
+    fv_filter_destroy(f);
+    fv_pool_destroy(pool);
+    fv_conv2d_destroy(conv);
+    fv_tensor_destroy(a);
+    FV_ASSERT_STATUS(fv_context_destroy(ctx), FV_ERR_BAD_STATE, "1 tensor");
+    assert_null(strstr(fv_last_error(), "conv2d"));
+    fv_tensor_destroy(b);
+    FV_ASSERT_OK(fv_context_destroy(ctx));
+    FV_ASSERT_OK(fv_context_destroy(NULL));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cpu_context_reports_what_it_runs_on),
@@ -129,6 +165,7 @@ int main(void) {
         cmocka_unit_test(bad_descriptors_are_refused),
         cmocka_unit_test(log_callback_gets_messages_up_to_its_level),
         cmocka_unit_test(pools_have_the_sizes_asked_for),
+        cmocka_unit_test(destroy_with_live_objects_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

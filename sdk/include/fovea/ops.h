@@ -83,6 +83,9 @@ enum {
  * message names the field and value), FV_ERR_NOT_SUPPORTED (the backend
  * cannot run it), FV_ERR_OUT_OF_MEMORY. */
 fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2d **out);
+/* Frees the op and its weights. NULL allowed. Queued work that uses it must
+ * have finished (fv_context_synchronize). Destroy it before its context
+ * (fv_context_destroy refuses while it lives). */
 void fv_conv2d_destroy(fv_conv2d *op);
 
 /* The output shape (N, P, Q, K) the op produces. Any pointer may be NULL. */

@@ -73,6 +73,30 @@ struct fv_pool {
     fv_pool_stats stats;
 };
 
+/* The objects a context counts, so that fv_context_destroy can refuse while
+ * any the caller made is alive instead of freeing memory they still use.
+ * Every create that takes a context calls fv__obj_born once the object will
+ * be destroyed through its destroy function, and that destroy calls
+ * fv__obj_gone. Objects that another object makes and destroys itself (a
+ * filter's tensors, a pipeline's filter) are not the caller's: the maker
+ * brackets those creates and destroys with fv__obj_internal(1) and (0). */
+typedef enum {
+    FV__OBJ_POOL, /* caller-made pools (the context's own are not counted) */
+    FV__OBJ_TENSOR,
+    FV__OBJ_CONV2D,
+    FV__OBJ_FILTER,
+    FV__OBJ_PIPELINE,
+    FV__OBJ_FRAME_BUFFER,
+    FV__OBJ_NET,
+    FV__OBJ_CLASSIFY,
+    FV__OBJ_SEGMENT,
+    FV__OBJ_TIMER,
+    FV__OBJ_COUNT
+} fv__obj_kind;
+void fv__obj_born(fv_context *ctx, fv__obj_kind kind);
+void fv__obj_gone(fv_context *ctx, fv__obj_kind kind);
+void fv__obj_internal(int enter);
+
 struct fv_context {
     fv_backend backend;
     const struct fv__backend *be;
@@ -86,6 +110,7 @@ struct fv_context {
     size_t workspace_limit;      /* bytes, from the desc (default filled) */
     struct fv__profile *profile; /* engine choices: loaded, heuristic, autotuned */
     char profile_why[256];       /* why the given profile was ignored, or "" */
+    long live[FV__OBJ_COUNT];    /* objects alive, by kind */
 };
 
 struct fv_tensor {

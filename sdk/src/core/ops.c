@@ -165,12 +165,14 @@ fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2
         free(op);
         return s;
     }
+    fv__obj_born(ctx, FV__OBJ_CONV2D);
     *out = op;
     return FV_OK;
 }
 
 void fv_conv2d_destroy(fv_conv2d *op) {
     if (!op) return;
+    fv__obj_gone(op->ctx, FV__OBJ_CONV2D);
     op->ctx->be->conv2d_destroy(op);
     free(op);
 }
@@ -324,8 +326,6 @@ fv_status fv__image_normalize(const char *op, const fv_image *img, fv_image *n) 
     FV_REQUIRE(n->stride >= row, FV_ERR_BAD_PARAM,
                "%s: stride %zu is smaller than a %s row of %d pixels (%zu bytes)", op, n->stride,
                fv_pixel_format_name(img->format), img->width, row);
-    if (img->format == FV_PIXEL_NV12) {
-        if (!n->uv) n->uv = (unsigned char *)n->data + n->stride * (size_t)img->height;
     size_t span; /* the planes' bytes (NV12: the uv plane is half as tall) */
     FV_REQUIRE(
         fv__mul_size(n->stride, (size_t)img->height, &span) &&
@@ -333,6 +333,8 @@ fv_status fv__image_normalize(const char *op, const fv_image *img, fv_image *n) 
              fv__mul_size(n->uv_stride ? n->uv_stride : n->stride, (size_t)img->height / 2, &span)),
         FV_ERR_BAD_PARAM, "%s: stride %zu x height %d bytes overflows size_t", op, n->stride,
         img->height);
+    if (img->format == FV_PIXEL_NV12) {
+        if (!n->uv) n->uv = (unsigned char *)n->data + n->stride * (size_t)img->height;
         if (n->uv_stride == 0) n->uv_stride = n->stride;
         FV_REQUIRE(n->uv_stride >= (size_t)img->width, FV_ERR_BAD_PARAM,
                    "%s: NV12 uv_stride %zu is smaller than the width %d", op, n->uv_stride,

@@ -77,12 +77,14 @@ fv_status fv_tensor_create(fv_context *ctx, const fv_tensor_desc *d, fv_tensor *
     t->pool = pool;
     t->shape = sh;
     t->dev_data = fv_pool_device_pointer(pool, t->data);
+    fv__obj_born(ctx, FV__OBJ_TENSOR);
     *out = t;
     return FV_OK;
 }
 
 void fv_tensor_destroy(fv_tensor *t) {
     if (!t) return;
+    fv__obj_gone(t->ctx, FV__OBJ_TENSOR);
     fv_pool_free(t->pool, t->data);
     free(t);
 }

@@ -75,11 +75,14 @@ fv_status fv_pool_create(fv_context *ctx, const fv_pool_desc *desc, fv_pool **ou
     for (int i = 0; i < 4; i++)
         FV_REQUIRE(desc->reserved[i] == 0, FV_ERR_BAD_PARAM,
                    "fv_pool_create: reserved[%d] must be zero", i);
-    return fv__pool_create(ctx, desc->kind, desc->bytes, desc->name, out);
+    FV_TRY(fv__pool_create(ctx, desc->kind, desc->bytes, desc->name, out));
+    fv__obj_born(ctx, FV__OBJ_POOL);
+    return FV_OK;
 }
 
 void fv_pool_destroy(fv_pool *p) {
     if (!p || p->owned_by_ctx) return;
+    fv__obj_gone(p->ctx, FV__OBJ_POOL);
     fv__pool_destroy(p);
 }
 
