@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <time.h>
 #include "fovea/fovea.h"
+#include "fovea/platform/image_io.h"
 #include "fovea/platform/sink.h"
 #include "fovea/platform/source.h"
 #include "fv_cli.h"
@@ -46,6 +47,7 @@ static volatile sig_atomic_t stop_requested;
 static void on_signal(int sig) {
     if (stop_requested) {
         signal(sig, SIG_DFL);
+        fv_file_temporaries_remove(); /* a numbered image being saved */
         raise(sig);
         return;
     }

@@ -7,6 +7,7 @@
  *   step (|x| or sqrt(gx^2 + gy^2), x 255 x gain, threshold, overlay),
  *   unpack to RGB24 -> download -> save PNG.
  * The GPU when there is one, else the CPU reference backend. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,7 +275,16 @@ static int fail(const char *what, fv_status s, const char *msg) {
     return 1;
 }
 
+/* SIGINT/SIGTERM in the middle of the save: no temporary file is left. */
+static void on_signal(int sig) {
+    fv_file_temporaries_remove();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv) {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     options o;
     int pr = parse(argc, argv, &o);
     if (pr) return pr == 1 ? 0 : 2;

@@ -278,8 +278,10 @@ fv_status fv_image_file_save(const char *path, const fv_image *img_in,
 
     char *tmp = NULL;
     FILE *f = NULL;
+    fv__temp_sweep(path);
     s = create_temp(path, &tmp, &f);
     if (s != FV_OK) return s;
+    int slot = fv__temp_listed(tmp);
     if (kind == KIND_PNG)
         s = fv__png_encode(path, f, &img);
     else
@@ -295,6 +297,7 @@ fv_status fv_image_file_save(const char *path, const fv_image *img_in,
         s = fv__error(FV_ERR_IO, "image_file_save: renaming '%s' to '%s' failed: %s", tmp, path,
                       strerror(errno));
     if (s != FV_OK) unlink(tmp);
+    fv__temp_unlisted(slot);
     free(tmp);
     return s;
 }

@@ -22,6 +22,14 @@ fv_status fv__error(fv_status s, const char *fmt, ...) FV__PLATFORM_PRINTF(2, 3)
  * what it is ("a FIFO (named pipe)"). */
 int fv__fopen_regular(const char *path, FILE **out, const char **kind);
 
+/* Temporaries of atomic writes (file_temp.c): listed while being written
+ * (a slot, or -1 when all are taken), for fv_file_temporaries_remove; and
+ * the stale ones of processes that no longer exist, removed from path's
+ * directory (once per directory in a row). */
+int fv__temp_listed(const char *tmp);
+void fv__temp_unlisted(int slot);
+void fv__temp_sweep(const char *path);
+
 /* Bytes per pixel of the formats image files use (GRAY8, RGB24, BGR24,
  * RGBA32); 0 for the others. */
 size_t fv__image_file_bpp(fv_pixel_format f);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <png.h>
 #include "fovea/platform/image_io.h"
@@ -589,6 +590,82 @@ static void failed_save(void **state) {
     free(pix);
 }
 
+/* Entries of dir whose name contains ".tmp-". */
+static size_t count_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strstr(e->d_name, ".tmp-") != NULL;
+    closedir(d);
+    return n;
+}
+
+/* A temporary left by a process that no longer exists goes at the next save
+ * into its directory; those of live processes, and other files, stay. */
+static void stale_temporaries_removed(void **state) {
+    char dir[600], stale[700], live[700], other[700], out[700];
+    snprintf(dir, sizeof dir, "%s/stale", tmp_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    pid_t dead = fork();
+    assert_true(dead >= 0);
+    if (dead == 0) _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    snprintf(stale, sizeof stale, "%s/.out.png.tmp-%ld-0", dir, (long)dead);
+    snprintf(live, sizeof live, "%s/.out.png.tmp-%ld-0", dir, (long)getppid());
+    snprintf(other, sizeof other, "%s/.notes.tmp-%ld-x", dir, (long)dead);
+    write_bytes(stale, "x", 1);
+    write_bytes(live, "x", 1);
+    write_bytes(other, "x", 1);
+    unsigned char pix[4 * 4 * 3] = {0};
+    fv_image img = {.format = FV_PIXEL_RGB24, .width = 4, .height = 4, .data = pix};
+    snprintf(out, sizeof out, "%s/out.png", dir);
+    FV_ASSERT_OK(fv_image_file_save(out, &img, NULL));
+    assert_int_equal(access(stale, F_OK), -1);
+    assert_int_equal(access(live, F_OK), 0);
+    assert_int_equal(access(other, F_OK), 0);
+}
+
+static void on_term(int sig) {
+    (void)sig;
+    fv_file_temporaries_remove();
+    _exit(3);
+}
+
+/* A program whose handler calls fv_file_temporaries_remove leaves no
+ * temporary when a signal ends it in the middle of a save. */
+static void temporaries_removed_on_signal(void **state) {
+    char dir[600], out[700];
+    snprintf(dir, sizeof dir, "%s/signal", tmp_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(out, sizeof out, "%s/big.png", dir);
+    const int w = 1024, h = 1024;
+    unsigned char *pix = malloc((size_t)w * h * 3);
+    assert_non_null(pix);
+    fv_test_seed(5);
+    fv_test_fill_bytes(pix, (size_t)w * h * 3); /* noise: slow to compress */
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        signal(SIGTERM, on_term);
+        fv_image img = {.format = FV_PIXEL_RGB24, .width = w, .height = h, .data = pix};
+        for (;;)
+            (void)fv_image_file_save(out, &img, NULL);
+    }
+    int seen = 0;
+    for (int i = 0; i < 2500 && !seen; i++) { /* up to 5 s for a save in progress */
+        seen = count_temporaries(dir) > 0;
+        if (!seen) usleep(2000);
+    }
+    kill(child, SIGTERM);
+    int st = 0;
+    assert_int_equal(waitpid(child, &st, 0), child);
+    free(pix);
+    assert_true(seen);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+    assert_int_equal(count_temporaries(dir), 0);
+}
+
 /* ---- set-up ------------------------------------------------------------- */
 static int group_setup(void **state) {
     (void)state;
@@ -603,10 +680,16 @@ static int group_teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(load_bundled),  cmocka_unit_test(load_converted),
-        cmocka_unit_test(png_roundtrip), cmocka_unit_test(jpeg_save),
-        cmocka_unit_test(png_variants),  cmocka_unit_test(malformed),
-        cmocka_unit_test(bad_params),    cmocka_unit_test(failed_save),
+        cmocka_unit_test(load_bundled),
+        cmocka_unit_test(load_converted),
+        cmocka_unit_test(png_roundtrip),
+        cmocka_unit_test(jpeg_save),
+        cmocka_unit_test(png_variants),
+        cmocka_unit_test(malformed),
+        cmocka_unit_test(bad_params),
+        cmocka_unit_test(failed_save),
+        cmocka_unit_test(stale_temporaries_removed),
+        cmocka_unit_test(temporaries_removed_on_signal),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
