@@ -46,8 +46,8 @@ static volatile sig_atomic_t stop_requested;
  * at once. */
 static void on_signal(int sig) {
     if (stop_requested) {
-        signal(sig, SIG_DFL);
         fv_file_temporaries_remove(); /* a numbered image being saved */
+        signal(sig, SIG_DFL);
         raise(sig);
         return;
     }
