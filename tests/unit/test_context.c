@@ -98,6 +98,17 @@ static void log_callback_gets_messages_up_to_its_level(void **state) {
     assert_int_equal(q.worst, FV_LOG_DEBUG); /* pool reservations are logged at DEBUG */
     assert_true(q.calls > s.calls);
     fv_context_destroy(ctx);
+    /* a profile that does not exist is named, and said to be missing */
+    log_sink w = {0};
+    d = (fv_context_desc){.backend = FV_BACKEND_CPU,
+                          .log = sink,
+                          .log_user = &w,
+                          .log_level = FV_LOG_WARN,
+                          .profile_path = "/nonexistent/p.profile"};
+    FV_ASSERT_OK(fv_context_create(&d, &ctx));
+    if (!strstr(w.last, "/nonexistent/p.profile") || !strstr(w.last, "No such file"))
+        fail_msg("missing profile: '%s'", w.last);
+    fv_context_destroy(ctx);
 }
 
 static void pools_have_the_sizes_asked_for(void **state) {

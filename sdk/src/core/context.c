@@ -91,8 +91,19 @@ static void profile_header(const fv_context *ctx, fv__profile *p) {
  * naming the reason (never a failure of context creation). */
 static void load_profile(fv_context *ctx, const char *path) {
     if (ctx->backend != FV_BACKEND_CUDA) {
+        /* a missing or unreadable file is said too: the same run on a GPU
+         * would ignore it for that reason */
+        FILE *f = NULL;
+        const char *kind = NULL;
+        int e = fv__fopen_regular(path, &f, &kind);
+        if (f) fclose(f);
         snprintf(ctx->profile_why, sizeof ctx->profile_why,
-                 "the CPU backend has no engines to choose");
+                 "the CPU backend has no engines to choose%s%s%s",
+                 e ? " (and the file cannot be read: " : "",
+                 e < 0   ? (kind ? kind : "not a regular file")
+                 : e > 0 ? strerror(e)
+                         : "",
+                 e ? ")" : "");
         fv__log(ctx, FV_LOG_WARN, "profile '%s' ignored: %s", path, ctx->profile_why);
         return;
     }
