@@ -2,6 +2,7 @@
  * format conversion, and saving through a temporary file and rename(). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -115,6 +116,19 @@ static fv_status convert(const char *path, fv_host_image *img, fv_pixel_format w
     return FV_OK;
 }
 
+static _Thread_local char load_warning[512];
+
+void fv__image_load_warn(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(load_warning, sizeof load_warning, fmt, ap);
+    va_end(ap);
+}
+
+const char *fv__image_load_warning(void) {
+    return load_warning;
+}
+
 static const unsigned char png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
 /* Neither magic: a damaged PNG signature (most of it there) is named as
@@ -148,6 +162,7 @@ static fv_status unknown_format(const char *path, const unsigned char *buf, size
 
 fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_image *out) {
     if (out) memset(out, 0, sizeof *out);
+    load_warning[0] = '\0';
     if (!path || !out)
         return fv__error(FV_ERR_BAD_PARAM, "image_file_load: %s is NULL", path ? "out" : "path");
     if (want != 0 && fv__image_file_bpp(want) == 0)

@@ -30,6 +30,12 @@ int fv__temp_listed(const char *tmp);
 void fv__temp_unlisted(int slot);
 void fv__temp_sweep(const char *path);
 
+/* Warnings of the last fv_image_file_load on this thread that decoding
+ * survived (libjpeg's 'Corrupt JPEG data: N extraneous bytes'): "" when
+ * none. The file:// image sources pass it to their log callback. */
+void fv__image_load_warn(const char *fmt, ...) FV__PLATFORM_PRINTF(1, 2);
+const char *fv__image_load_warning(void);
+
 /* Bytes per pixel of the formats image files use (GRAY8, RGB24, BGR24,
  * RGBA32); 0 for the others. */
 size_t fv__image_file_bpp(fv_pixel_format f);

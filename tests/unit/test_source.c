@@ -125,6 +125,38 @@ static void image_png(void **state) {
     fv_source_close(s);
 }
 
+static void keep_warning(fv_log_level level, const char *msg, void *user) {
+    if (level == FV_LOG_WARN) snprintf(user, 512, "%s", msg);
+}
+
+/* Damage libjpeg decodes through (stray bytes between two markers)
+ * reaches the source's log as a warning. */
+static void image_jpeg_warning(void **state) {
+    (void)state;
+    FILE *in = fopen(fv_test_data_path("rocket.jpg"), "rb");
+    assert_non_null(in);
+    static unsigned char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 3, in);
+    fclose(in);
+    assert_true(n > 8 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff);
+    size_t at = 4 + ((size_t)buf[4] << 8 | buf[5]); /* after the first segment */
+    assert_true(at + 2 < n && buf[at] == 0xff);
+    memmove(buf + at + 3, buf + at, n - at); /* 3 stray bytes before the next marker */
+    buf[at] = 0x11, buf[at + 1] = 0x22, buf[at + 2] = 0x33;
+    const char *path = tmp_path("stray.jpg");
+    FILE *out = fopen(path, "wb");
+    assert_non_null(out);
+    assert_int_equal(fwrite(buf, 1, n + 3, out), n + 3);
+    fclose(out);
+    char warning[512] = "";
+    fv_source *s =
+        open_src(&(fv_source_desc){.uri = path, .log = keep_warning, .log_user = warning});
+    if (!strstr(warning, "stray.jpg") || !strstr(warning, "extraneous"))
+        fail_msg("no warning about the stray bytes: '%s'", warning);
+    fv_source_close(s);
+    unlink(path);
+}
+
 static void image_jpeg(void **state) {
     (void)state;
     fv_source *s = open_src(&(fv_source_desc){.uri = fv_test_data_path("rocket.jpg")});
@@ -646,13 +678,21 @@ static int group_teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(dispatcher_errors), cmocka_unit_test(image_png),
-        cmocka_unit_test(image_jpeg),        cmocka_unit_test(image_loop_and_pacing),
-        cmocka_unit_test(image_formats),     cmocka_unit_test(image_errors),
-        cmocka_unit_test(sequence),          cmocka_unit_test(test_default),
-        cmocka_unit_test(test_formats),      cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_query),        cmocka_unit_test(test_extreme_shapes),
-        cmocka_unit_test(convert),           cmocka_unit_test(test_items),
+        cmocka_unit_test(dispatcher_errors),
+        cmocka_unit_test(image_png),
+        cmocka_unit_test(image_jpeg),
+        cmocka_unit_test(image_jpeg_warning),
+        cmocka_unit_test(image_loop_and_pacing),
+        cmocka_unit_test(image_formats),
+        cmocka_unit_test(image_errors),
+        cmocka_unit_test(sequence),
+        cmocka_unit_test(test_default),
+        cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_query),
+        cmocka_unit_test(test_extreme_shapes),
+        cmocka_unit_test(convert),
+        cmocka_unit_test(test_items),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
