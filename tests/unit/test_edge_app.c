@@ -287,7 +287,7 @@ static void edge_interrupt(void **state) {
 /* Frames of a video file through fovea's own file:// source, or -1 when it
  * does not open. */
 static int count_frames(const char *path) {
-    char uri[1200];
+    char uri[1300]; /* file:// and the longest path here (1200) */
     snprintf(uri, sizeof uri, "file://%s", path);
     fv_source *src = NULL;
     if (fv_source_open(&(fv_source_desc){.uri = uri}, &src) != FV_OK) return -1;
