@@ -22,6 +22,12 @@ if compgen -G ".deps/*.deb" >/dev/null; then
   done
   export LD_LIBRARY_PATH=/tmp/fv-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   extra+=(-DCMAKE_PREFIX_PATH=/tmp/fv-deps/usr -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+  # Debian's multiarch headers (libjpeg62-turbo's jconfig.h) sit in
+  # usr/include/x86_64-linux-gnu, which find_package does not search: without
+  # this the machine's own jconfig.h (JPEG_LIB_VERSION 80) is compiled
+  # against the unpacked libjpeg 62 ("Wrong JPEG library version").
+  multiarch=/tmp/fv-deps/usr/include/x86_64-linux-gnu
+  [ -d "$multiarch" ] && extra+=("-DCMAKE_C_FLAGS=-I$multiarch")
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.used --format=csv | tee "$out/gpu.txt"
 start=$(date +%s)
@@ -31,6 +37,11 @@ cmake --build build-gpu -j"$(nproc)" -- -k 2>&1 | tee "$out/build.log" | grep -E
 echo "build: $(( $(date +%s) - start )) s"
 (cd build-gpu && ctest -L unit --output-on-failure 2>&1 | tee "$out/unit.log" | tail -15)
 (cd build-gpu && ctest -L gpu --output-on-failure -V 2>&1 | tee "$out/gpu.log" | grep -vE "^[0-9]+: \[ +(RUN|OK) |build-gpu/tests" | tail -80)
+# FV_SANITIZER=1: the GPU tests under compute-sanitizer (memcheck, racecheck,
+# initcheck, synccheck; FV_SANITIZER_TOOLS picks), summary in $out/sanitizer.
+if [ -n "${FV_SANITIZER:-}" ]; then
+  toolchain/compute-sanitizer.sh build-gpu "$out/sanitizer" 2>&1 | tail -60
+fi
 if [ -x build-gpu/apps/bench/fovea-bench ] && [ -n "${FV_BENCH:-}" ]; then
   for b in $FV_BENCH; do
     build-gpu/apps/bench/fovea-bench "$b" --json "$out/bench-$b.json" 2>&1 | tee "$out/bench-$b.log" | tail -40

@@ -126,9 +126,10 @@ static int parse_opts(int argc, char **argv, bench_opts *o) {
 }
 
 static int read_raw(const char *path, float *x, size_t n) {
-    FILE *f = fopen(path, "rb");
+    char why[160];
+    FILE *f = fv_cli_fopen_read(path, why, sizeof why);
     if (!f) {
-        perror(path);
+        fprintf(stderr, "%s: %s\n", path, why);
         return 1;
     }
     size_t got = fread(x, sizeof *x, n, f);

@@ -6,6 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* libfovea's non-blocking open of regular files (sdk/src/core/file.c). */
+int fv__fopen_regular(const char *path, FILE **out, const char **kind);
+
+FILE *fv_cli_fopen_read(const char *path, char *why, size_t why_n) {
+    FILE *f = NULL;
+    const char *kind = NULL;
+    int e = fv__fopen_regular(path, &f, &kind);
+    if (e < 0)
+        snprintf(why, why_n, "it is %s, not a regular file", kind);
+    else if (e > 0)
+        snprintf(why, why_n, "%s", strerror(e));
+    return f;
+}
+
 const char *fv_cli_opt_value(const char *prog, int argc, char **argv, int *i, const char *name,
                              int *bad) {
     size_t n = strlen(name);
@@ -86,7 +100,15 @@ int fv_cli_parse_kernel(const char *prog, const char *v, float *values, fv_filte
     for (;;) {
         errno = 0;
         double x = strtod(p, &end);
-        if (errno || end == p || !(x > -1e6 && x < 1e6) || n >= r * c) break;
+        if (end != p && n < r * c && !(x > -1e6 && x < 1e6)) { /* nan, inf, huge */
+            int len = (int)(end - p);
+            fprintf(stderr,
+                    "%s: --kernel %s: value %ld, '%.*s', is not a finite number within "
+                    "+-1e6\n",
+                    prog, v, n + 1, len, p);
+            return -1;
+        }
+        if (errno || end == p || n >= r * c) break;
         values[n++] = (float)x;
         if (*end == '\0' && n == r * c) {
             filter->kernel_rows = (int)r, filter->kernel_cols = (int)c;

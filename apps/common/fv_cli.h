@@ -8,7 +8,14 @@
 #ifndef FV_CLI_H
 #define FV_CLI_H
 
+#include <stdio.h>
 #include "fovea/fovea.h"
+
+/* Opens path for reading ("rb") only if it is a regular file, without ever
+ * blocking (a FIFO with no writer, a device): libfovea's own check. Returns
+ * the stream, or NULL with why filled ("No such file or directory", "it is a
+ * FIFO (named pipe), not a regular file"). Prints nothing. */
+FILE *fv_cli_fopen_read(const char *path, char *why, size_t why_n);
 
 /* The value of option `name` at argv[*i], given as "NAME VALUE" (then *i is
  * advanced past VALUE) or as "NAME=VALUE". Returns NULL when argv[*i] is

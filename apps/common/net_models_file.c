@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fv_cli.h"
 #include "net_models.h"
 
 struct fv_models_file {
@@ -151,8 +152,9 @@ static fv_status parse(fv_models_file *f, const unsigned char *buf, size_t len) 
 fv_status fv_models_file_load(const char *path, fv_models_file **out) {
     if (!path || !out) return fv_set_error(FV_ERR_BAD_PARAM, "fv_models_file_load: NULL");
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return fv_set_error(FV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char why[160];
+    FILE *fp = fv_cli_fopen_read(path, why, sizeof why);
+    if (!fp) return fv_set_error(FV_ERR_IO, "%s: cannot open: %s", path, why);
     unsigned char *buf = NULL;
     size_t len = 0;
     int rc = read_all(fp, &buf, &len);

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <time.h>
 #include "fovea/fovea.h"
+#include "fovea/platform/image_io.h"
 #include "fovea/platform/sink.h"
 #include "fovea/platform/source.h"
 #include "fv_cli.h"
@@ -40,9 +41,35 @@ typedef struct options {
 } options;
 
 static volatile sig_atomic_t stop_requested;
+/* The first SIGINT/SIGTERM asks for a clean stop (the video file is
+ * finished); a second one, while something still blocks, ends the program
+ * at once. */
 static void on_signal(int sig) {
-    (void)sig;
+    if (stop_requested) {
+        fv_file_temporaries_remove(); /* a numbered image being saved */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     stop_requested = 1;
+}
+
+/* Without SA_RESTART: a system call blocked in set-up (a device's open, a
+ * read) returns EINTR instead of waiting on. */
+static void catch_stop_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Set-up steps check for a stop request between them. */
+static int interrupted_in_setup(const char *step) {
+    if (!stop_requested) return 0;
+    fprintf(stderr, PROG ": interrupted while %s\n", step);
+    return 1;
 }
 
 static void usage(FILE *f) {
@@ -408,8 +435,7 @@ static void log_cb(fv_log_level level, const char *msg, void *user) {
 }
 
 static int run(options *o) {
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    catch_stop_signals();
     int no_args = !o->input_given && !o->output_given;
     if (no_args && !o->frames && !o->duration) o->frames = 150; /* a short demo: 5 s at 30 fps */
 
@@ -425,7 +451,12 @@ static int run(options *o) {
                            .log_user = o};
     fv_source *src = NULL;
     if (fv_source_open(&srcd, &src) != FV_OK) {
+        if (interrupted_in_setup("opening the input")) return 1;
         fprintf(stderr, PROG ": cannot open input %s: %s\n", o->input, fv_last_error());
+        return 1;
+    }
+    if (interrupted_in_setup("opening the input")) {
+        fv_source_close(src);
         return 1;
     }
     fv_source_info si;
@@ -490,6 +521,11 @@ static int run(options *o) {
                            .slots = o->low_latency || userptr ? 1 : o->slots,
                            .cuda_graph = o->cuda_graph};
     fv_pipeline *p = NULL;
+    if (interrupted_in_setup("creating the context")) {
+        fv_source_close(src);
+        fv_context_destroy(ctx);
+        return 1;
+    }
     if (fv_pipeline_create(ctx, &pd, &p) != FV_OK) {
         fprintf(stderr, PROG ": cannot plan the filter for %dx%d %s: %s\n", si.width, si.height,
                 fv_pixel_format_name(si.format), fv_last_error());
@@ -520,6 +556,13 @@ static int run(options *o) {
     }
     fv_sink_info ki;
     fv_sink_info_get(sink, &ki);
+    if (interrupted_in_setup("opening the output")) {
+        fv_sink_close(sink);
+        fv_pipeline_destroy(p);
+        fv_source_close(src);
+        fv_context_destroy(ctx);
+        return 1;
+    }
 
     if (!o->json)
         fprintf(stderr,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "fv_cli.h"
 #include "infer.h"
 #if FV_INFER_HAVE_ONNX
 #include "fovea/onnx.h"
@@ -47,9 +48,10 @@ const char *model_label(const model *m, int k) {
 
 /* One label per line; blank lines count (a class without a name). */
 static int read_labels(const char *path, model *m) {
-    FILE *f = fopen(path, "r");
+    char why[160];
+    FILE *f = fv_cli_fopen_read(path, why, sizeof why);
     if (!f) {
-        fprintf(stderr, PROG ": cannot read --labels %s\n", path);
+        fprintf(stderr, PROG ": cannot read --labels %s: %s\n", path, why);
         return -1;
     }
     char line[1024];

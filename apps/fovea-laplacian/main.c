@@ -7,9 +7,11 @@
  *   step (|x| or sqrt(gx^2 + gy^2), x 255 x gain, threshold, overlay),
  *   unpack to RGB24 -> download -> save PNG.
  * The GPU when there is one, else the CPU reference backend. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include "fovea/fovea.h"
@@ -120,6 +122,19 @@ static int parse(int argc, char **argv, options *o) {
         return 2;
     }
     if (kind >= 0) o->filter.kind = (fv_filter_kind)kind;
+    /* the output's format comes from its extension: refuse before the work */
+    if (o->output) {
+        const char *slash = strrchr(o->output, '/');
+        const char *dot = strrchr(slash ? slash + 1 : o->output, '.');
+        if (!dot ||
+            (strcasecmp(dot, ".png") && strcasecmp(dot, ".jpg") && strcasecmp(dot, ".jpeg"))) {
+            fprintf(stderr,
+                    "fovea-laplacian: --output %s: the extension chooses the format: .png, .jpg "
+                    "or .jpeg\n",
+                    o->output);
+            return 2;
+        }
+    }
     return 0;
 }
 
@@ -260,7 +275,16 @@ static int fail(const char *what, fv_status s, const char *msg) {
     return 1;
 }
 
+/* SIGINT/SIGTERM in the middle of the save: no temporary file is left. */
+static void on_signal(int sig) {
+    fv_file_temporaries_remove();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv) {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     options o;
     int pr = parse(argc, argv, &o);
     if (pr) return pr == 1 ? 0 : 2;

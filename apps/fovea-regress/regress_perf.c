@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "fv_cli.h"
 #include "regress.h"
 #include "regress_key.h"
 #if FV_BUILT_WITH_CUDA
@@ -31,9 +32,10 @@ typedef struct prof {
  * the context loads it). 0, or -1 with why. */
 static int prof_read(const char *path, prof *p, char *why, size_t why_n) {
     memset(p, 0, sizeof *p);
-    FILE *f = fopen(path, "r");
+    char err[160];
+    FILE *f = fv_cli_fopen_read(path, err, sizeof err);
     if (!f) {
-        snprintf(why, why_n, "cannot open %s", path);
+        snprintf(why, why_n, "cannot open %s: %s", path, err);
         return -1;
     }
     char line[1100];

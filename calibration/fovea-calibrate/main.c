@@ -249,9 +249,10 @@ static int cal_add_spec(cal_list *l, const char *spec, char *err, size_t errn) {
 
 /* One SPEC per line; '#' comments; errors name the file and line. */
 static int cal_add_file(cal_list *l, const char *path, char *err, size_t errn) {
-    FILE *f = fopen(path, "r");
+    char why[160];
+    FILE *f = fv_cli_fopen_read(path, why, sizeof why);
     if (!f) {
-        snprintf(err, errn, "%s: %s", path, strerror(errno));
+        snprintf(err, errn, "%s: %s", path, why);
         return -1;
     }
     char line[1024], e[400];

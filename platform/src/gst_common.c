@@ -78,10 +78,22 @@ fv_status fv__gst_bus_poll(GstElement *pipeline, GstClockTime timeout_ns, const 
     fv_status s = FV_OK;
     GstClockTime wait = timeout_ns;
     GstMessage *m;
-    while ((m = gst_bus_timed_pop_filtered(bus, wait, GST_MESSAGE_ERROR | GST_MESSAGE_EOS))) {
+    while ((m = gst_bus_timed_pop_filtered(
+                bus, wait, GST_MESSAGE_ERROR | GST_MESSAGE_WARNING | GST_MESSAGE_EOS))) {
         wait = 0;
+        const char *who = GST_MESSAGE_SRC(m) ? GST_OBJECT_NAME(GST_MESSAGE_SRC(m)) : "?";
         if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_EOS) {
             if (eos) *eos = 1;
+        } else if (GST_MESSAGE_TYPE(m) == GST_MESSAGE_WARNING) {
+            /* udpsink (named "net" by the RTP sink) reports a failed send
+             * as a warning and goes on: for fovea it is the sink's error */
+            if (s == FV_OK && who && strcmp(who, "net") == 0) {
+                GError *err = NULL;
+                gst_message_parse_warning(m, &err, NULL);
+                s = fv__error(FV_ERR_IO, "%s: '%s': sending failed: %s", op, uri,
+                              err && err->message ? err->message : "unknown error");
+                if (err) g_error_free(err);
+            }
         } else if (s == FV_OK) {
             GError *err = NULL;
             gchar *debug = NULL;
@@ -94,7 +106,6 @@ fv_status fv__gst_bus_poll(GstElement *pipeline, GstClockTime timeout_ns, const 
             if (closed && err &&
                 g_error_matches(err, GST_RESOURCE_ERROR, GST_RESOURCE_ERROR_NOT_FOUND))
                 *closed = 1;
-            const char *who = GST_MESSAGE_SRC(m) ? GST_OBJECT_NAME(GST_MESSAGE_SRC(m)) : "?";
             s = fv__error(s, "%s: '%s': element %s: %s%s%s", op, uri, who,
                           err && err->message ? err->message : "unknown error", debug ? " | " : "",
                           debug ? debug : "");

@@ -2,9 +2,12 @@
  * (rtp://host:port) and a window (display://N), each fed through an appsrc
  * with frames copied into GstBuffers. */
 #include <ctype.h>
+#include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <gst/app/gstappsrc.h>
 #include "gst_internal.h"
 
@@ -24,10 +27,14 @@ typedef struct gst_snk {
     GstClockTime period; /* 1 / rate */
     fv_status failed;    /* sticky: an error already reported */
     int display;         /* a window: closed -> FV_ERR_END_OF_STREAM */
+    /* video files: written to partial, renamed to path once finished */
+    char *path, *partial;
 } gst_snk;
 
 static void snk_free(gst_snk *g) {
     if (!g) return;
+    free(g->path);
+    free(g->partial);
     if (g->appsrc) gst_object_unref(g->appsrc);
     if (g->caption) gst_object_unref(g->caption);
     fv__gst_pipeline_free(g->pipeline);
@@ -122,6 +129,15 @@ static fv_status close_gst(fv_sink *sink) {
                           sink->desc.uri, (int)(FINISH_NS / GST_SECOND));
     }
     if (g->display && s == FV_ERR_END_OF_STREAM) s = FV_OK; /* closed by the user: fine */
+    if (g->partial) {
+        /* stop the pipeline first: filesink closes the file */
+        fv__gst_pipeline_free(g->pipeline);
+        g->pipeline = NULL;
+        if (s == FV_OK && rename(g->partial, g->path) != 0)
+            s = fv__error(FV_ERR_IO, "%s: '%s': renaming '%s' to '%s' failed: %s", op,
+                          sink->desc.uri, g->partial, g->path, strerror(errno));
+        if (s != FV_OK) unlink(g->partial); /* the file at path stays as it was */
+    }
     snk_free(g);
     sink->impl = NULL;
     return s;
@@ -137,7 +153,7 @@ static const fv__sink_ops gst_sink_ops = {write_gst, close_gst, set_text_gst};
 
 /* Builds "appsrc name=src ! <tail>", sets the appsrc's caps and plays. */
 static fv_status open_appsrc(fv_sink *sink, const char *op, const char *tail, const char *location,
-                             int display) {
+                             int display, gst_snk **made) {
     const fv_sink_desc *d = &sink->desc;
     gst_snk *g = calloc(1, sizeof *g);
     if (!g) return fv__error(FV_ERR_OUT_OF_MEMORY, "%s: '%s': out of host memory", op, d->uri);
@@ -190,6 +206,7 @@ static fv_status open_appsrc(fv_sink *sink, const char *op, const char *tail, co
     }
     sink->ops = &gst_sink_ops;
     sink->impl = g;
+    if (made) *made = g;
     sink->info.text_overlay = g->caption != NULL;
     return FV_OK;
 }
@@ -257,11 +274,35 @@ fv_status fv__sink_open_video(fv_sink *sink, const char *path) {
     const char *enc = NULL;
     gchar *chain = h264_chain(sink, op, 0, &enc);
     if (!chain) return FV_ERR_NOT_SUPPORTED;
-    gchar *tail = g_strdup_printf("%s ! h264parse ! %s ! filesink name=out", chain, mux);
-    s = open_appsrc(sink, op, tail, path, 0);
+    /* MP4/MOV fragmented (a moof every second): a recording cut short
+     * (SIGKILL, power, a full disk) plays up to its last fragment, where a
+     * plain MP4 without its closing moov plays nothing. */
+    int frag = !strcmp(mux, "mp4mux") || !strcmp(mux, "qtmux");
+    gchar *tail = g_strdup_printf("%s ! h264parse ! %s%s ! filesink name=out", chain, mux,
+                                  frag ? " fragment-duration=1000" : "");
+    /* Written beside path as STEM.part-PID.EXT, renamed to path when
+     * finished: a failed run leaves an earlier file at path as it was, two
+     * writers each finish their own file, and a killed run's partial file
+     * (still a playable .EXT) is left for the user. */
+    size_t stem = (size_t)(dot - path);
+    size_t cap = strlen(path) + 32;
+    char *partial = malloc(cap), *final_path = strdup(path);
+    if (!partial || !final_path) {
+        free(partial), free(final_path), g_free(tail), g_free(chain);
+        return fv__error(FV_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+    }
+    snprintf(partial, cap, "%.*s.part-%ld%s", (int)stem, path, (long)getpid(), dot);
+    gst_snk *g = NULL;
+    s = open_appsrc(sink, op, tail, partial, 0, &g);
     g_free(tail);
     g_free(chain);
-    if (s != FV_OK) return s;
+    if (s != FV_OK) {
+        unlink(partial);
+        free(partial), free(final_path);
+        return s;
+    }
+    g->partial = partial;
+    g->path = final_path;
     snprintf(sink->info.kind, sizeof sink->info.kind, "video");
     snprintf(sink->info.name, sizeof sink->info.name, "%s", path);
     snprintf(sink->info.detail, sizeof sink->info.detail, "H.264 (%s, %d kbps) in %s", enc,
@@ -291,6 +332,22 @@ fv_status fv__sink_open_rtp(fv_sink *sink, const char *host_port) {
                          op, uri, host_port);
     memcpy(host, h, hn);
     host[hn] = 0;
+    /* Resolved here, once: a host that does not resolve is an error now,
+     * not a stream of packets silently never sent. udpsink gets the
+     * numeric address. */
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_DGRAM;
+    int gai = getaddrinfo(host, NULL, &hints, &ai);
+    if (gai != 0 || !ai)
+        return fv__error(FV_ERR_IO, "%s: '%s': host '%s' does not resolve to an address: %s", op,
+                         uri, host, gai ? gai_strerror(gai) : "no address");
+    char addr[NI_MAXHOST];
+    gai = getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
+    freeaddrinfo(ai);
+    if (gai != 0)
+        return fv__error(FV_ERR_IO, "%s: '%s': host '%s': %s", op, uri, host, gai_strerror(gai));
     fv_status s = fv__gst_init(op);
     if (s != FV_OK) return s;
     const char *const needed[] = {"appsrc", "videoconvert", "rtph264pay", "udpsink", NULL};
@@ -298,15 +355,19 @@ fv_status fv__sink_open_rtp(fv_sink *sink, const char *host_port) {
     const char *enc = NULL;
     gchar *chain = h264_chain(sink, op, 1, &enc);
     if (!chain) return FV_ERR_NOT_SUPPORTED;
-    gchar *tail = g_strdup_printf("%s ! rtph264pay config-interval=1 pt=96 ! udpsink host=%s "
-                                  "port=%ld sync=false async=false",
-                                  chain, host, port);
-    s = open_appsrc(sink, op, tail, NULL, 0);
+    /* name=net: its send errors (warnings on the bus) fail the sink */
+    gchar *tail = g_strdup_printf("%s ! rtph264pay config-interval=1 pt=96 ! udpsink name=net "
+                                  "host=%s port=%ld sync=false async=false",
+                                  chain, addr, port);
+    s = open_appsrc(sink, op, tail, NULL, 0, NULL);
     g_free(tail);
     g_free(chain);
     if (s != FV_OK) return s;
     snprintf(sink->info.kind, sizeof sink->info.kind, "rtp");
-    snprintf(sink->info.name, sizeof sink->info.name, "%.200s:%ld", host, port);
+    if (strcmp(host, addr) != 0)
+        snprintf(sink->info.name, sizeof sink->info.name, "%.100s (%.60s):%ld", host, addr, port);
+    else
+        snprintf(sink->info.name, sizeof sink->info.name, "%.200s:%ld", host, port);
     snprintf(sink->info.detail, sizeof sink->info.detail,
              "H.264 (%s, %d kbps) over RTP/UDP, payload 96", enc, sink->desc.bitrate_kbps);
     return FV_OK;
@@ -337,7 +398,7 @@ fv_status fv__sink_open_display(fv_sink *sink, const char *display) {
         gst_plugin_feature_set_rank(GST_PLUGIN_FEATURE(dfb), GST_RANK_NONE);
         gst_object_unref(dfb);
     }
-    s = open_appsrc(sink, op, "videoconvert ! autovideosink sync=false", NULL, 1);
+    s = open_appsrc(sink, op, "videoconvert ! autovideosink sync=false", NULL, 1, NULL);
     if (s != FV_OK) return s;
     snprintf(sink->info.kind, sizeof sink->info.kind, "display");
     snprintf(sink->info.name, sizeof sink->info.name, "%s", w && *w ? w : x);

@@ -2,6 +2,7 @@
  * format conversion, and saving through a temporary file and rename(). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -37,16 +38,17 @@ void fv_host_image_free(fv_host_image *img) {
 static fv_status read_file(const char *path, unsigned char **buf, size_t *size) {
     *buf = NULL;
     *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return fv__error(FV_ERR_IO, "image_file_load: cannot open '%s': %s", path, strerror(errno));
+    FILE *f = NULL;
+    const char *kind = NULL;
+    int e = fv__fopen_regular(path, &f, &kind);
+    if (e < 0)
+        return fv__error(FV_ERR_IO, "image_file_load: '%s' is %s, not a regular file", path, kind);
+    if (e > 0)
+        return fv__error(FV_ERR_IO, "image_file_load: cannot open '%s': %s", path, strerror(e));
     struct stat st;
     fv_status s = FV_OK;
     if (fstat(fileno(f), &st) != 0)
         s = fv__error(FV_ERR_IO, "image_file_load: '%s': stat failed: %s", path, strerror(errno));
-    else if (!S_ISREG(st.st_mode))
-        s = fv__error(FV_ERR_IO, "image_file_load: '%s' is not a regular file%s", path,
-                      S_ISDIR(st.st_mode) ? " (it is a directory)" : "");
     else if (st.st_size == 0)
         s = fv__error(FV_ERR_FORMAT, "image_file_load: '%s' is empty (0 bytes): not an image",
                       path);
@@ -66,7 +68,7 @@ static fv_status read_file(const char *path, unsigned char **buf, size_t *size) 
     }
     size_t got = fread(b, 1, n, f);
     if (got != n && ferror(f)) {
-        int e = errno;
+        e = errno;
         free(b);
         fclose(f);
         return fv__error(FV_ERR_IO, "image_file_load: reading '%s' failed: %s", path, strerror(e));
@@ -114,10 +116,53 @@ static fv_status convert(const char *path, fv_host_image *img, fv_pixel_format w
     return FV_OK;
 }
 
+static _Thread_local char load_warning[512];
+
+void fv__image_load_warn(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(load_warning, sizeof load_warning, fmt, ap);
+    va_end(ap);
+}
+
+const char *fv__image_load_warning(void) {
+    return load_warning;
+}
+
 static const unsigned char png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+
+/* Neither magic: a damaged PNG signature (most of it there) is named as
+ * such, with the first byte that is wrong; anything else shows its first
+ * bytes. */
+static fv_status unknown_format(const char *path, const unsigned char *buf, size_t size) {
+    char head[40] = "";
+    for (size_t i = 0, len = 0; i < size && i < 8; i++)
+        len += (size_t)snprintf(head + len, sizeof head - len, "%s%02x", i ? " " : "", buf[i]);
+    size_t same = 0;
+    for (size_t i = 0; i < size && i < 8; i++)
+        same += buf[i] == png_magic[i];
+    if (same >= 4 && size >= 8) {
+        size_t bad = 0;
+        while (buf[bad] == png_magic[bad])
+            bad++;
+        return fv__error(FV_ERR_FORMAT,
+                         "image_file_load: '%s': corrupt PNG signature: byte %zu is 0x%02x, not "
+                         "0x%02x (the file starts %s; a PNG starts 89 50 4e 47 0d 0a 1a 0a)",
+                         path, bad + 1, buf[bad], png_magic[bad], head);
+    }
+    if (same >= 4)
+        return fv__error(FV_ERR_FORMAT,
+                         "image_file_load: '%s': truncated PNG signature: the file is %zu bytes "
+                         "(%s), a PNG signature alone is 8",
+                         path, size, head);
+    return fv__error(FV_ERR_FORMAT,
+                     "image_file_load: '%s' is not a PNG or JPEG file (it starts with bytes %s)",
+                     path, head);
+}
 
 fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_image *out) {
     if (out) memset(out, 0, sizeof *out);
+    load_warning[0] = '\0';
     if (!path || !out)
         return fv__error(FV_ERR_BAD_PARAM, "image_file_load: %s is NULL", path ? "out" : "path");
     if (want != 0 && fv__image_file_bpp(want) == 0)
@@ -136,12 +181,7 @@ fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_ima
     } else if (size >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff) {
         s = fv__jpeg_decode(path, buf, size, &img);
     } else {
-        char head[16] = "";
-        for (size_t i = 0, len = 0; i < size && i < 4; i++)
-            len += (size_t)snprintf(head + len, sizeof head - len, "%s%02x", i ? " " : "", buf[i]);
-        s = fv__error(FV_ERR_FORMAT,
-                      "image_file_load: '%s' is not a PNG or JPEG file (it starts with bytes %s)",
-                      path, head);
+        s = unknown_format(path, buf, size);
     }
     free(buf);
     if (s == FV_OK && want != 0) s = convert(path, &img, want);
@@ -253,8 +293,10 @@ fv_status fv_image_file_save(const char *path, const fv_image *img_in,
 
     char *tmp = NULL;
     FILE *f = NULL;
+    fv__temp_sweep(path);
     s = create_temp(path, &tmp, &f);
     if (s != FV_OK) return s;
+    int slot = fv__temp_listed(tmp);
     if (kind == KIND_PNG)
         s = fv__png_encode(path, f, &img);
     else
@@ -270,6 +312,7 @@ fv_status fv_image_file_save(const char *path, const fv_image *img_in,
         s = fv__error(FV_ERR_IO, "image_file_save: renaming '%s' to '%s' failed: %s", tmp, path,
                       strerror(errno));
     if (s != FV_OK) unlink(tmp);
+    fv__temp_unlisted(slot);
     free(tmp);
     return s;
 }

@@ -21,6 +21,8 @@ typedef struct jpeg_job {
     /* decoding */
     struct jpeg_decompress_struct d;
     int too_large, cmyk;
+    int warnings; /* warnings decoding survived (extraneous bytes, ...) */
+    char warning[JMSG_LENGTH_MAX];
     unsigned char *pixels;
     fv_pixel_format format;
     /* encoding */
@@ -52,8 +54,9 @@ static void on_emit_message(j_common_ptr cinfo, int level) {
     case JWRN_BOGUS_PROGRESSION: /* inconsistent progression */
         j->err.format_message(cinfo, j->msg);
         longjmp(j->jmp, 1);
-    default:
-        break; /* harmless (e.g. extraneous bytes before a marker) */
+    default: /* survivable (e.g. extraneous bytes before a marker): reported */
+        if (j->warnings++ == 0) j->err.format_message(cinfo, j->warning);
+        break;
     }
 }
 
@@ -129,6 +132,9 @@ fv_status fv__jpeg_decode(const char *path, const unsigned char *buf, size_t siz
         out->stride = (size_t)out->width * fv__image_file_bpp(j->format);
         out->data = j->pixels;
         out->size = out->stride * (size_t)out->height;
+        if (j->warnings)
+            fv__image_load_warn("'%s': %d libjpeg warning%s, the first: %s", path, j->warnings,
+                                j->warnings == 1 ? "" : "s", j->warning);
     } else {
         free(j->pixels);
     }

@@ -17,6 +17,25 @@
  * platform layer uses it so its messages reach callers the same way. */
 fv_status fv__error(fv_status s, const char *fmt, ...) FV__PLATFORM_PRINTF(2, 3);
 
+/* libfovea's non-blocking open for reading (sdk/src/core/file.c): 0 with
+ * *out; an errno value; or -1 when path is not a regular file, *kind saying
+ * what it is ("a FIFO (named pipe)"). */
+int fv__fopen_regular(const char *path, FILE **out, const char **kind);
+
+/* Temporaries of atomic writes (file_temp.c): listed while being written
+ * (a slot, or -1 when all are taken), for fv_file_temporaries_remove; and
+ * the stale ones of processes that no longer exist, removed from path's
+ * directory (once per directory in a row). */
+int fv__temp_listed(const char *tmp);
+void fv__temp_unlisted(int slot);
+void fv__temp_sweep(const char *path);
+
+/* Warnings of the last fv_image_file_load on this thread that decoding
+ * survived (libjpeg's 'Corrupt JPEG data: N extraneous bytes'): "" when
+ * none. The file:// image sources pass it to their log callback. */
+void fv__image_load_warn(const char *fmt, ...) FV__PLATFORM_PRINTF(1, 2);
+const char *fv__image_load_warning(void);
+
 /* Bytes per pixel of the formats image files use (GRAY8, RGB24, BGR24,
  * RGBA32); 0 for the others. */
 size_t fv__image_file_bpp(fv_pixel_format f);

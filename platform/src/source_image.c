@@ -57,6 +57,8 @@ static fv_status decode_into(fv_source *src, image_src *is, const char *path) {
     fv_host_image img;
     fv_status s = fv_image_file_load(path, want, &img);
     if (s != FV_OK) return s;
+    if (*fv__image_load_warning())
+        fv__source_log(src, FV_LOG_WARN, "source_capture: %s", fv__image_load_warning());
     if (img.width != is->frame.width || img.height != is->frame.height) {
         s = fv__error(FV_ERR_FORMAT,
                       "source_capture: '%s' is %dx%d, but the sequence '%s' began with %dx%d "
@@ -124,6 +126,8 @@ static fv_status open_first(fv_source *src, image_src *is, const char *first) {
     fv_host_image img;
     fv_status s = fv_image_file_load(first, want, &img);
     if (s != FV_OK) return s;
+    if (*fv__image_load_warning())
+        fv__source_log(src, FV_LOG_WARN, "%s: %s", op, fv__image_load_warning());
     fv_pixel_format natural = img.format;
     fv_pixel_format f = src->desc.format ? src->desc.format : natural;
     const fv_source_desc *d = &src->desc;
@@ -160,9 +164,9 @@ static fv_status open_first(fv_source *src, image_src *is, const char *first) {
         if (!is->sequence) {
             /* fv_image_file_load goes by content too: PNG unless the JPEG magic. */
             int jpeg = 0;
-            FILE *fh = fopen(first, "rb");
+            FILE *fh = NULL;
             unsigned char magic[2] = {0, 0};
-            if (fh) {
+            if (fv__fopen_regular(first, &fh, NULL) == 0) {
                 jpeg = fread(magic, 1, 2, fh) == 2 && magic[0] == 0xFF && magic[1] == 0xD8;
                 fclose(fh);
             }

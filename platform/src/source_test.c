@@ -250,6 +250,23 @@ static fv_status open_canvas(fv_source *src, test_src *t, int w, int h, fv_pixel
     long cw = (long)(photo.width * k + 0.999), ch = (long)(photo.height * k + 0.999);
     if (cw < (long)need_w) cw = (long)need_w + 1;
     if (ch < (long)need_h) ch = (long)need_h + 1;
+    /* A view far from the photo's shape (32768x1) would make the whole
+     * scaled photo quadratic in the long side (40960^2 pixels): then the
+     * canvas is just the needed size, scaled from a centred crop of the
+     * photo with the view's shape, so set-up stays linear in the frame. */
+    fv_host_image src_img = photo;
+    if ((double)cw * (double)ch > 4.0 * need_w * need_h) {
+        double aspect = need_w / need_h;
+        double crop_w = photo.width, crop_h = photo.width / aspect;
+        if (crop_h > photo.height) crop_h = photo.height, crop_w = photo.height * aspect;
+        src_img.width = crop_w < 1 ? 1 : (int)crop_w;
+        src_img.height = crop_h < 1 ? 1 : (int)crop_h;
+        src_img.data = (unsigned char *)photo.data +
+                       (size_t)((photo.height - src_img.height) / 2) * photo.stride +
+                       (size_t)((photo.width - src_img.width) / 2) * 3;
+        cw = (long)need_w + 1;
+        ch = (long)need_h + 1;
+    }
     size_t rgb_bytes = (size_t)cw * (size_t)ch * 3;
     t->canvas =
         (fv_image){FV_PIXEL_RGB24, (int)cw, (int)ch, (size_t)cw * 3, malloc(rgb_bytes), NULL, 0};
@@ -258,7 +275,7 @@ static fv_status open_canvas(fv_source *src, test_src *t, int w, int h, fv_pixel
         return fv__error(FV_ERR_OUT_OF_MEMORY, "%s: out of host memory for a %ldx%ld canvas", op,
                          cw, ch);
     }
-    resize_bilinear(&photo, &t->canvas);
+    resize_bilinear(&src_img, &t->canvas);
     fv_host_image_free(&photo);
     if (!t->yuv && !t->nitems && f != FV_PIXEL_RGB24) {
         size_t bytes = fv_image_bytes(f, (int)cw, (int)ch);

@@ -217,8 +217,11 @@ static void kernel_junk(void **state) {
     expect_bad_kernel("1,3:1,x,3", "give 1 x 3 = 3 numbers");
     expect_bad_kernel("1,3:1,2,3x", "give 1 x 3 = 3 numbers");
     expect_bad_kernel("1,3:1 2 3", "give 1 x 3 = 3 numbers");
-    expect_bad_kernel("1,1:1e6", "give 1 x 1 = 1 numbers"); /* out of (-1e6, 1e6) */
-    expect_bad_kernel("1,1:nan", "give 1 x 1 = 1 numbers");
+    /* a number that is no finite value is named, with its place */
+    expect_bad_kernel("1,1:1e6", "value 1, '1e6', is not a finite number"); /* (-1e6, 1e6) */
+    expect_bad_kernel("1,1:nan", "value 1, 'nan', is not a finite number");
+    expect_bad_kernel("3,3:1,1,1,1,nan,1,1,1,1", "value 5, 'nan', is not a finite number");
+    expect_bad_kernel("1,3:1,-inf,3", "value 2, '-inf', is not a finite number");
 }
 
 int main(void) {

@@ -1,6 +1,7 @@
 /* Context: backend choice, info, descriptor checks, logging. */
 #include <stdio.h>
 #include <string.h>
+#include <stdint.h>
 #include "fv_test.h"
 
 static void cpu_context_reports_what_it_runs_on(void **state) {
@@ -61,6 +62,10 @@ static void bad_descriptors_are_refused(void **state) {
     /* a pool too large to reserve is an out-of-memory error naming the pool */
     d = (fv_context_desc){.backend = FV_BACKEND_CPU, .host_pool_bytes = (size_t)1 << 62};
     FV_ASSERT_STATUS(fv_context_create(&d, &ctx), FV_ERR_OUT_OF_MEMORY, "host");
+    /* SIZE_MAX must not wrap to an empty pool when rounded up to FV_ALIGN */
+    d = (fv_context_desc){.backend = FV_BACKEND_CPU, .device_pool_bytes = SIZE_MAX};
+    FV_ASSERT_STATUS(fv_context_create(&d, &ctx), FV_ERR_OUT_OF_MEMORY, "device");
+    assert_null(ctx);
 }
 
 typedef struct {
@@ -93,6 +98,17 @@ static void log_callback_gets_messages_up_to_its_level(void **state) {
     assert_int_equal(q.worst, FV_LOG_DEBUG); /* pool reservations are logged at DEBUG */
     assert_true(q.calls > s.calls);
     fv_context_destroy(ctx);
+    /* a profile that does not exist is named, and said to be missing */
+    log_sink w = {0};
+    d = (fv_context_desc){.backend = FV_BACKEND_CPU,
+                          .log = sink,
+                          .log_user = &w,
+                          .log_level = FV_LOG_WARN,
+                          .profile_path = "/nonexistent/p.profile"};
+    FV_ASSERT_OK(fv_context_create(&d, &ctx));
+    if (!strstr(w.last, "/nonexistent/p.profile") || !strstr(w.last, "No such file"))
+        fail_msg("missing profile: '%s'", w.last);
+    fv_context_destroy(ctx);
 }
 
 static void pools_have_the_sizes_asked_for(void **state) {
@@ -117,6 +133,42 @@ static void pools_have_the_sizes_asked_for(void **state) {
     fv_context_destroy(ctx);
 }
 
+/* As uv_loop_close: a context with live objects is refused, intact. */
+static void destroy_with_live_objects_is_refused(void **state) {
+    fv_context *ctx = fv_test_cpu_context(0);
+    fv_tensor *a = NULL, *b = NULL;
+    fv_tensor_desc td = {.dtype = FV_DTYPE_F32, .h = 4, .w = 4, .c = 1};
+    FV_ASSERT_OK(fv_tensor_create(ctx, &td, &a));
+    FV_ASSERT_OK(fv_tensor_create(ctx, &td, &b));
+    float w[9] = {0};
+    fv_conv2d_desc cd = {
+        .h = 4, .w = 4, .c = 1, .k = 1, .r = 3, .s = 3, .pad_h = 1, .pad_w = 1, .weights = w};
+    cd.dtype = FV_DTYPE_F32;
+    fv_conv2d *conv = NULL;
+    FV_ASSERT_OK(fv_conv2d_create(ctx, &cd, &conv));
+    fv_pool *pool = NULL;
+    FV_ASSERT_OK(fv_pool_create(ctx, &(fv_pool_desc){.kind = FV_POOL_HOST, .bytes = 4096}, &pool));
+    fv_filter *f = NULL;
+    FV_ASSERT_OK(fv_filter_create(
+        ctx, &(fv_filter_desc){.kind = FV_FILTER_LAPLACIAN, .width = 8, .height = 8}, &f));
+    FV_ASSERT_STATUS(fv_context_destroy(ctx), FV_ERR_BAD_STATE, "2 tensors");
+    assert_non_null(strstr(fv_last_error(), "1 conv2d"));
+    assert_non_null(strstr(fv_last_error(), "1 pool"));
+    assert_non_null(strstr(fv_last_error(), "1 filter"));
+    /* the context still works: nothing was freed */
+    FV_ASSERT_OK(fv_tensor_upload(ctx, a, (float[16]){0}, 16 * sizeof(float)));
+    FV_ASSERT_OK(fv_conv2d_forward(conv, a, b));
+    fv_filter_destroy(f);
+    fv_pool_destroy(pool);
+    fv_conv2d_destroy(conv);
+    fv_tensor_destroy(a);
+    FV_ASSERT_STATUS(fv_context_destroy(ctx), FV_ERR_BAD_STATE, "1 tensor");
+    assert_null(strstr(fv_last_error(), "conv2d"));
+    fv_tensor_destroy(b);
+    FV_ASSERT_OK(fv_context_destroy(ctx));
+    FV_ASSERT_OK(fv_context_destroy(NULL));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cpu_context_reports_what_it_runs_on),
@@ -124,6 +176,7 @@ int main(void) {
         cmocka_unit_test(bad_descriptors_are_refused),
         cmocka_unit_test(log_callback_gets_messages_up_to_its_level),
         cmocka_unit_test(pools_have_the_sizes_asked_for),
+        cmocka_unit_test(destroy_with_live_objects_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

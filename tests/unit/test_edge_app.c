@@ -8,7 +8,10 @@
  *            edges.mp4 (or edges_NNNN.png without an H.264 encoder) in the
  *            working directory, and it says where.
  *   options  --low-latency, --duration, --quiet, --cuda-graph on the CPU;
- *   interrupt SIGINT: the video (or images) written so far is complete.
+ *   interrupt SIGINT: the video (or images) written so far is complete; a
+ *            FIFO as the input is refused at once (never waited on); a
+ *            SIGKILLed MP4 recording leaves the earlier file alone and a
+ *            partial file that decodes up to its last fragment.
  * usage: test_edge_app run|errors|default|options|interrupt APP WORKDIR */
 #define _GNU_SOURCE 1 /* posix_spawn_file_actions_addchdir_np */
 #include "fv_test.h"
@@ -23,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "fovea/platform/image_io.h"
+#include "fovea/platform/sink.h"
 #include "fovea/platform/source.h"
 
 extern char **environ;
@@ -68,6 +72,18 @@ static int wait_app(pid_t pid) {
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR) fail_msg("waitpid: %s", strerror(errno));
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* wait_app, but at most ms milliseconds: -1 when the program still runs. */
+static int wait_app_for(pid_t pid, int ms) {
+    for (int waited = 0; waited < ms; waited += 20) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (r < 0 && errno != EINTR) fail_msg("waitpid: %s", strerror(errno));
+        usleep(20 * 1000);
+    }
+    return -1;
 }
 
 static char *slurp(const char *path) {
@@ -268,6 +284,89 @@ static void edge_interrupt(void **state) {
     }
 }
 
+/* Frames of a video file through fovea's own file:// source, or -1 when it
+ * does not open. */
+static int count_frames(const char *path) {
+    char uri[1300]; /* file:// and the longest path here (1200) */
+    snprintf(uri, sizeof uri, "file://%s", path);
+    fv_source *src = NULL;
+    if (fv_source_open(&(fv_source_desc){.uri = uri}, &src) != FV_OK) return -1;
+    int n = 0;
+    fv_source_frame fr;
+    while (fv_source_capture(src, 0, &fr) == FV_OK)
+        n++;
+    fv_source_close(src);
+    return n;
+}
+
+/* SIGKILL in the middle of an MP4 recording: an earlier file at the path is
+ * untouched, and the partial file left beside it decodes up to its last
+ * fragment. */
+static void edge_killed_recording(void **state) {
+    (void)state;
+    fv_sink *probe = NULL;
+    char dir[1024], log[1100], out[1100], uri[1200], partial[1200];
+    snprintf(dir, sizeof dir, "%s/edge_killed", work_dir);
+    mkdir(dir, 0755);
+    snprintf(out, sizeof out, "%s/rec.mp4", dir);
+    snprintf(uri, sizeof uri, "file://%s", out);
+    fv_sink_desc sd = {.uri = uri, .width = 64, .height = 48, .format = FV_PIXEL_RGB24};
+    if (fv_sink_open(&sd, &probe) != FV_OK) {
+        skip(); /* no GStreamer, mp4mux or H.264 encoder in this build */
+        return;
+    }
+    unsigned char px[64 * 48 * 3];
+    memset(px, 90, sizeof px);
+    fv_image img = {.format = FV_PIXEL_RGB24, .width = 64, .height = 48, .data = px};
+    for (int i = 0; i < 5; i++)
+        FV_ASSERT_OK(fv_sink_write(probe, &img, 0));
+    FV_ASSERT_OK(fv_sink_close(probe)); /* the earlier, good recording: 5 frames */
+    assert_int_equal(count_frames(out), 5);
+
+    snprintf(log, sizeof log, "%s/run.log", dir);
+    char *argv[] = {
+        (char *)app,      "--backend", "cpu", "--input-width", "160", "--input-height", "120",
+        "test://?fps=30", uri,         NULL};
+    pid_t pid = start_app(argv, log);
+    usleep(3500 * 1000);
+    kill(pid, SIGKILL);
+    wait_app(pid);
+    assert_int_equal(count_frames(out), 5); /* untouched */
+    snprintf(partial, sizeof partial, "%s/rec.part-%ld.mp4", dir, (long)pid);
+    int n = count_frames(partial);
+    if (n < 15) fail_msg("the killed recording %s decodes to %d frames", partial, n);
+    unlink(partial);
+}
+
+static void edge_fifo_input(void **state) {
+    (void)state;
+    char dir[1024], log[1100], fifo[1100], uri[1200];
+    snprintf(dir, sizeof dir, "%s/edge_fifo", work_dir);
+    mkdir(dir, 0755);
+    snprintf(log, sizeof log, "%s/run.log", dir);
+    snprintf(fifo, sizeof fifo, "%s/f.png", dir);
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(uri, sizeof uri, "file://%s", fifo);
+    char *argv[] = {(char *)app, "--backend", "cpu", uri, "null://", NULL};
+    pid_t pid = start_app(argv, log);
+    int rc = wait_app_for(pid, 10000);
+    if (rc < 0) { /* hung on the FIFO: it must still honour SIGTERM */
+        kill(pid, SIGTERM);
+        rc = wait_app_for(pid, 5000);
+        if (rc < 0) {
+            kill(pid, SIGKILL);
+            wait_app(pid);
+            fail_msg("a FIFO as the input hung the program, and SIGTERM did not end it");
+        }
+        fail_msg("a FIFO as the input hung the program (SIGTERM ended it: exit %d)", rc);
+    }
+    char *text = slurp(log);
+    if (rc != 1 || !strstr(text, "FIFO")) fail_msg("FIFO input: exit %d:\n%s", rc, text);
+    free(text);
+    unlink(fifo);
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: test_edge_app run|errors|default|options|interrupt APP WORKDIR\n");
@@ -279,7 +378,9 @@ int main(int argc, char **argv) {
     const struct CMUnitTest errors[] = {cmocka_unit_test(edge_errors)};
     const struct CMUnitTest def[] = {cmocka_unit_test(edge_default)};
     const struct CMUnitTest opts[] = {cmocka_unit_test(edge_options)};
-    const struct CMUnitTest intr[] = {cmocka_unit_test(edge_interrupt)};
+    const struct CMUnitTest intr[] = {cmocka_unit_test(edge_interrupt),
+                                      cmocka_unit_test(edge_killed_recording),
+                                      cmocka_unit_test(edge_fifo_input)};
     if (!strcmp(argv[1], "options")) return cmocka_run_group_tests(opts, NULL, NULL);
     if (!strcmp(argv[1], "interrupt")) return cmocka_run_group_tests(intr, NULL, NULL);
     if (!strcmp(argv[1], "run")) return cmocka_run_group_tests(run, NULL, NULL);

@@ -362,6 +362,13 @@ static void test_sink_checks(void **state) {
     r.uri = "rtp://:5000";
     FV_ASSERT_STATUS(fv_sink_open(&r, &sink), FV_ERR_BAD_PARAM, "host:port");
     assert_null(sink);
+    /* hosts that do not resolve are refused at open, naming the host */
+    r.uri = "rtp://256.1.1.1:5000";
+    FV_ASSERT_STATUS(fv_sink_open(&r, &sink), FV_ERR_IO, "'256.1.1.1' does not resolve");
+    assert_null(sink);
+    r.uri = "rtp://nonexistent.invalid:5000";
+    FV_ASSERT_STATUS(fv_sink_open(&r, &sink), FV_ERR_IO, "'nonexistent.invalid' does not resolve");
+    assert_null(sink);
     /* A file that cannot be created. */
     d.uri = "file:///nonexistent-dir-fovea/out.mp4";
     FV_ASSERT_STATUS(fv_sink_open(&d, &sink), FV_ERR_IO, "out.mp4");

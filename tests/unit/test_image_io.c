@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <png.h>
 #include "fovea/platform/image_io.h"
@@ -429,6 +430,12 @@ static void malformed(void **state) {
     expect_load_error(p, FV_ERR_FORMAT);
     write_bytes(p = tmp_path("trunc_half.png"), png, n / 2);
     expect_load_error(p, FV_ERR_FORMAT);
+    /* a damaged signature is named as one, with the byte that is wrong */
+    png[7] = 0x0b;
+    write_bytes(p = tmp_path("signature.png"), png, n);
+    FV_ASSERT_STATUS(fv_image_file_load(p, 0, &(fv_host_image){0}), FV_ERR_FORMAT,
+                     "corrupt PNG signature: byte 8 is 0x0b, not 0x0a");
+    png[7] = 0x0a;
 
     /* corrupted IDAT data: caught by the chunk CRC ... */
     size_t len = 0, off = find_idat(png, n, &len);
@@ -469,6 +476,13 @@ static void malformed(void **state) {
     FV_ASSERT_STATUS(fv_image_file_load(p, 0, &(fv_host_image){0}), FV_ERR_IO,
                      "No such file or directory");
     expect_load_error(tmp_dir, FV_ERR_IO); /* a directory */
+    /* a FIFO without a writer is refused at once, never waited on */
+    p = tmp_path("fifo.png");
+    assert_int_equal(mkfifo(p, 0600), 0);
+    FV_ASSERT_STATUS(fv_image_file_load(p, 0, &(fv_host_image){0}), FV_ERR_IO, "FIFO");
+    remove(p);
+    FV_ASSERT_STATUS(fv_image_file_load("/dev/zero", 0, &(fv_host_image){0}), FV_ERR_IO,
+                     "character device");
 }
 
 static void bad_params(void **state) {
@@ -576,6 +590,82 @@ static void failed_save(void **state) {
     free(pix);
 }
 
+/* Entries of dir whose name contains ".tmp-". */
+static size_t count_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strstr(e->d_name, ".tmp-") != NULL;
+    closedir(d);
+    return n;
+}
+
+/* A temporary left by a process that no longer exists goes at the next save
+ * into its directory; those of live processes, and other files, stay. */
+static void stale_temporaries_removed(void **state) {
+    char dir[600], stale[700], live[700], other[700], out[700];
+    snprintf(dir, sizeof dir, "%s/stale", tmp_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    pid_t dead = fork();
+    assert_true(dead >= 0);
+    if (dead == 0) _exit(0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    snprintf(stale, sizeof stale, "%s/.out.png.tmp-%ld-0", dir, (long)dead);
+    snprintf(live, sizeof live, "%s/.out.png.tmp-%ld-0", dir, (long)getppid());
+    snprintf(other, sizeof other, "%s/.notes.tmp-%ld-x", dir, (long)dead);
+    write_bytes(stale, "x", 1);
+    write_bytes(live, "x", 1);
+    write_bytes(other, "x", 1);
+    unsigned char pix[4 * 4 * 3] = {0};
+    fv_image img = {.format = FV_PIXEL_RGB24, .width = 4, .height = 4, .data = pix};
+    snprintf(out, sizeof out, "%s/out.png", dir);
+    FV_ASSERT_OK(fv_image_file_save(out, &img, NULL));
+    assert_int_equal(access(stale, F_OK), -1);
+    assert_int_equal(access(live, F_OK), 0);
+    assert_int_equal(access(other, F_OK), 0);
+}
+
+static void on_term(int sig) {
+    (void)sig;
+    fv_file_temporaries_remove();
+    _exit(3);
+}
+
+/* A program whose handler calls fv_file_temporaries_remove leaves no
+ * temporary when a signal ends it in the middle of a save. */
+static void temporaries_removed_on_signal(void **state) {
+    char dir[600], out[700];
+    snprintf(dir, sizeof dir, "%s/signal", tmp_dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    snprintf(out, sizeof out, "%s/big.png", dir);
+    const int w = 1024, h = 1024;
+    unsigned char *pix = malloc((size_t)w * h * 3);
+    assert_non_null(pix);
+    fv_test_seed(5);
+    fv_test_fill_bytes(pix, (size_t)w * h * 3); /* noise: slow to compress */
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        signal(SIGTERM, on_term);
+        fv_image img = {.format = FV_PIXEL_RGB24, .width = w, .height = h, .data = pix};
+        for (;;)
+            (void)fv_image_file_save(out, &img, NULL);
+    }
+    int seen = 0;
+    for (int i = 0; i < 2500 && !seen; i++) { /* up to 5 s for a save in progress */
+        seen = count_temporaries(dir) > 0;
+        if (!seen) usleep(2000);
+    }
+    kill(child, SIGTERM);
+    int st = 0;
+    assert_int_equal(waitpid(child, &st, 0), child);
+    free(pix);
+    assert_true(seen);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+    assert_int_equal(count_temporaries(dir), 0);
+}
+
 /* ---- set-up ------------------------------------------------------------- */
 static int group_setup(void **state) {
     (void)state;
@@ -590,10 +680,16 @@ static int group_teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(load_bundled),  cmocka_unit_test(load_converted),
-        cmocka_unit_test(png_roundtrip), cmocka_unit_test(jpeg_save),
-        cmocka_unit_test(png_variants),  cmocka_unit_test(malformed),
-        cmocka_unit_test(bad_params),    cmocka_unit_test(failed_save),
+        cmocka_unit_test(load_bundled),
+        cmocka_unit_test(load_converted),
+        cmocka_unit_test(png_roundtrip),
+        cmocka_unit_test(jpeg_save),
+        cmocka_unit_test(png_variants),
+        cmocka_unit_test(malformed),
+        cmocka_unit_test(bad_params),
+        cmocka_unit_test(failed_save),
+        cmocka_unit_test(stale_temporaries_removed),
+        cmocka_unit_test(temporaries_removed_on_signal),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -126,6 +126,17 @@ static void app_missing_input_fails(void **state) {
     if (!strstr(text, "FV_ERR_IO")) fail_msg("the message lacks FV_ERR_IO:\n%s", text);
     free(text);
     assert_int_equal(access(out, F_OK), -1);
+    /* an output format it cannot write is a usage error, found before any
+     * work: even with a missing input, the output is what is reported */
+    snprintf(out, sizeof out, "%s/x.bmp", work_dir);
+    char *bmp[] = {(char *)app, "--backend", "cpu", "--input", missing, "--output", out, NULL};
+    rc = run_app(bmp, log);
+    text = slurp(log);
+    if (rc != 2 || !strstr(text, "x.bmp") || strstr(text, missing))
+        fail_msg("--output x.bmp: expected a usage error (2) about the output first, got %d:\n%s",
+                 rc, text);
+    free(text);
+    assert_int_equal(access(out, F_OK), -1);
 }
 
 /* Reference bytes of one channel-wise filter: k0 (and k1, for a gradient

@@ -106,6 +106,15 @@ static void bad_input_is_refused(void **state) {
     d.reserved[2] = 1;
     FV_ASSERT_STATUS(fv_pool_create(ctx, &d, &p), FV_ERR_BAD_PARAM, "reserved[2]");
     FV_ASSERT_STATUS(fv_pool_create(NULL, &d, &p), FV_ERR_BAD_PARAM, "ctx is NULL");
+    d.reserved[2] = 0;
+    /* sizes whose round-up to FV_ALIGN would wrap to an empty pool */
+    for (size_t huge = SIZE_MAX - FV_ALIGN + 2; huge != 0; huge++) {
+        d.bytes = huge;
+        FV_ASSERT_STATUS(fv_pool_create(ctx, &d, &p), FV_ERR_OUT_OF_MEMORY,
+                         "larger than any backing allocation");
+        assert_null(p);
+    }
+    d.reserved[2] = 1;
     p = make_pool(ctx, FV_POOL_HOST, 1024, "small");
     void *a = NULL;
     FV_ASSERT_STATUS(fv_pool_alloc(p, 0, &a), FV_ERR_BAD_PARAM, "0 bytes");

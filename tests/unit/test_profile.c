@@ -538,7 +538,16 @@ static void missing_file_and_mismatch(void **state) {
                      FV_ERR_IO, "does-not-exist");
     assert_non_null(strstr(why, "cannot open"));
     fv__profile_free(&p);
-    FV_ASSERT_STATUS(fv__profile_load(dir, NULL, &p, why, sizeof why), FV_ERR_IO, NULL);
+    FV_ASSERT_STATUS(fv__profile_load(dir, NULL, &p, why, sizeof why), FV_ERR_IO, "directory");
+    fv__profile_free(&p);
+    /* a FIFO without a writer and a device are refused, never waited on */
+    const char *fifo = tmp_path("fifo.profile");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    FV_ASSERT_STATUS(fv__profile_load(fifo, NULL, &p, why, sizeof why), FV_ERR_IO, "FIFO");
+    assert_non_null(strstr(why, "fifo.profile"));
+    fv__profile_free(&p);
+    FV_ASSERT_STATUS(fv__profile_load("/dev/zero", NULL, &p, why, sizeof why), FV_ERR_IO,
+                     "character device");
     fv__profile_free(&p);
 
     const char *path = tmp_path("m.profile");

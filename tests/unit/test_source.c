@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "fovea/platform/image_io.h"
@@ -121,6 +123,38 @@ static void image_png(void **state) {
     FV_ASSERT_STATUS(fv_source_capture(s, 0, &f), FV_ERR_END_OF_STREAM, "astronaut.png");
     FV_ASSERT_STATUS(fv_source_capture(s, 0, &f), FV_ERR_END_OF_STREAM, NULL);
     fv_source_close(s);
+}
+
+static void keep_warning(fv_log_level level, const char *msg, void *user) {
+    if (level == FV_LOG_WARN) snprintf(user, 512, "%s", msg);
+}
+
+/* Damage libjpeg decodes through (stray bytes between two markers)
+ * reaches the source's log as a warning. */
+static void image_jpeg_warning(void **state) {
+    (void)state;
+    FILE *in = fopen(fv_test_data_path("rocket.jpg"), "rb");
+    assert_non_null(in);
+    static unsigned char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 3, in);
+    fclose(in);
+    assert_true(n > 8 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff);
+    size_t at = 4 + ((size_t)buf[4] << 8 | buf[5]); /* after the first segment */
+    assert_true(at + 2 < n && buf[at] == 0xff);
+    memmove(buf + at + 3, buf + at, n - at); /* 3 stray bytes before the next marker */
+    buf[at] = 0x11, buf[at + 1] = 0x22, buf[at + 2] = 0x33;
+    const char *path = tmp_path("stray.jpg");
+    FILE *out = fopen(path, "wb");
+    assert_non_null(out);
+    assert_int_equal(fwrite(buf, 1, n + 3, out), n + 3);
+    fclose(out);
+    char warning[512] = "";
+    fv_source *s =
+        open_src(&(fv_source_desc){.uri = path, .log = keep_warning, .log_user = warning});
+    if (!strstr(warning, "stray.jpg") || !strstr(warning, "extraneous"))
+        fail_msg("no warning about the stray bytes: '%s'", warning);
+    fv_source_close(s);
+    unlink(path);
 }
 
 static void image_jpeg(void **state) {
@@ -243,6 +277,15 @@ static void image_errors(void **state) {
     d.uri = bad;
     FV_ASSERT_STATUS(fv_source_open(&d, &s), FV_ERR_FORMAT, "corrupt.png");
     unlink(bad);
+    /* a FIFO without a writer as a still image is refused, never waited on */
+    const char *fifo = tmp_path("fifo.png");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    char uri[300];
+    snprintf(uri, sizeof uri, "file://%s", fifo);
+    d.uri = uri;
+    FV_ASSERT_STATUS(fv_source_open(&d, &s), FV_ERR_IO, "FIFO");
+    assert_null(s);
+    unlink(fifo);
     d.uri = tmp_path("x%s%d.png");
     FV_ASSERT_STATUS(fv_source_open(&d, &s), FV_ERR_BAD_PARAM, "one %d conversion");
     d.uri = tmp_path("nothing_%03d.png");
@@ -431,6 +474,29 @@ static void test_determinism(void **state) {
     fv_source_close(a);
 }
 
+/* A view of an extreme shape costs set-up linear in its pixels: the photo
+ * is not scaled to cover 1.25 x 32768 in both dimensions (5 GB). */
+static void test_extreme_shapes(void **state) {
+    (void)state;
+    const int sizes[][2] = {{32768, 1}, {1, 32768}, {32768, 2}};
+    for (int i = 0; i < 3; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        fv_source *s = open_src(
+            &(fv_source_desc){.uri = "test://?fps=0", .width = sizes[i][0], .height = sizes[i][1]});
+        fv_source_frame f;
+        for (int n = 0; n < 3; n++)
+            FV_ASSERT_OK(fv_source_capture(s, 0, &f));
+        assert_int_equal(f.image.width, sizes[i][0]);
+        assert_int_equal(f.image.height, sizes[i][1]);
+        fv_source_close(s);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double sec = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if (sec > 3.0)
+            fail_msg("test:// at %dx%d took %.1f s to set up", sizes[i][0], sizes[i][1], sec);
+    }
+}
+
 static void test_query(void **state) {
     (void)state;
     fv_source *s = open_src(&(fv_source_desc){.uri = "test://?frames=3&fps=0"});
@@ -612,12 +678,20 @@ static int group_teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(dispatcher_errors), cmocka_unit_test(image_png),
-        cmocka_unit_test(image_jpeg),        cmocka_unit_test(image_loop_and_pacing),
-        cmocka_unit_test(image_formats),     cmocka_unit_test(image_errors),
-        cmocka_unit_test(sequence),          cmocka_unit_test(test_default),
-        cmocka_unit_test(test_formats),      cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_query),        cmocka_unit_test(convert),
+        cmocka_unit_test(dispatcher_errors),
+        cmocka_unit_test(image_png),
+        cmocka_unit_test(image_jpeg),
+        cmocka_unit_test(image_jpeg_warning),
+        cmocka_unit_test(image_loop_and_pacing),
+        cmocka_unit_test(image_formats),
+        cmocka_unit_test(image_errors),
+        cmocka_unit_test(sequence),
+        cmocka_unit_test(test_default),
+        cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_query),
+        cmocka_unit_test(test_extreme_shapes),
+        cmocka_unit_test(convert),
         cmocka_unit_test(test_items),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,6 +1,7 @@
 /* Tensors: shapes, padding, upload/download/copy/convert, pool accounting. */
 #include <math.h>
 #include <string.h>
+#include <limits.h>
 #include "fv_test.h"
 
 static fv_tensor *make(fv_context *ctx, fv_dtype dt, int n, int h, int w, int c, fv_pool *pool) {
@@ -129,6 +130,11 @@ static void bad_descriptors_and_exhaustion(void **state) {
     d = (fv_tensor_desc){.h = 1, .w = 1, .c = 1, .layout = (fv_layout)3};
     FV_ASSERT_STATUS(fv_tensor_create(ctx, &d, &t), FV_ERR_BAD_PARAM, "layout=3");
     d = (fv_tensor_desc){.h = 100000, .w = 100000, .c = 1000};
+    FV_ASSERT_STATUS(fv_tensor_create(ctx, &d, &t), FV_ERR_BAD_PARAM, "too large");
+    /* the F16 channel round-up of INT_MAX would overflow an int */
+    d = (fv_tensor_desc){.dtype = FV_DTYPE_F16, .h = 1, .w = 1, .c = INT_MAX};
+    FV_ASSERT_STATUS(fv_tensor_create(ctx, &d, &t), FV_ERR_BAD_PARAM, "C=2147483647");
+    d = (fv_tensor_desc){.dtype = FV_DTYPE_F32, .n = INT_MAX, .h = INT_MAX, .w = INT_MAX, .c = 9};
     FV_ASSERT_STATUS(fv_tensor_create(ctx, &d, &t), FV_ERR_BAD_PARAM, "too large");
     d = (fv_tensor_desc){.h = 4096, .w = 4096, .c = 16}; /* 512 MiB > the 64 MiB pool */
     FV_ASSERT_STATUS(fv_tensor_create(ctx, &d, &t), FV_ERR_OUT_OF_MEMORY, "pool 'device'");

@@ -74,6 +74,11 @@ enum {
 };
 
 /* ---- errors and log (ox_error.c) ---- */
+/* libfovea's non-blocking open of regular files (sdk/src/core/file.c): 0
+ * with *out, an errno value, or -1 with *kind naming what path is. */
+#include <stdio.h>
+int fv__fopen_regular(const char *path, FILE **out, const char **kind);
+
 fv_status fv__ox_fail(fv_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "node 'NAME' (OP, opset N): " + message. */
 fv_status fv__ox_node_fail(const fv__ox *ox, const Onnx__NodeProto *n, fv_status s, const char *fmt,

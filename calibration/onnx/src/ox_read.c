@@ -14,8 +14,11 @@
 fv_status fv__ox_read_file(const char *path, size_t max, uint8_t **data, size_t *size) {
     *data = NULL;
     *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return fv__ox_fail(FV_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    FILE *f = NULL;
+    const char *kind = NULL;
+    int e = fv__fopen_regular(path, &f, &kind);
+    if (e < 0) return fv__ox_fail(FV_ERR_IO, "'%s' is %s, not a regular file", path, kind);
+    if (e > 0) return fv__ox_fail(FV_ERR_IO, "cannot open '%s': %s", path, strerror(e));
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
         fclose(f);

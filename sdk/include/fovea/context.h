@@ -138,9 +138,14 @@ typedef struct fv_context_info {
  * FV_ERR_CUDA, FV_ERR_CUDNN. */
 fv_status fv_context_create(const fv_context_desc *desc, fv_context **out);
 
-/* Waits for the context's work, frees its pools and handles. NULL is allowed.
- * Every object made from the context must be destroyed first. */
-void fv_context_destroy(fv_context *ctx);
+/* Waits for the context's work, frees its pools and handles. NULL is allowed
+ * (FV_OK). Every object made from the context (pools, tensors, conv2d ops,
+ * filters, pipelines, frame buffers, nets, classify and segment ops, timers)
+ * must be destroyed first: while any is alive the call changes nothing and
+ * returns FV_ERR_BAD_STATE, the message naming what is alive and how many
+ * ("still alive: 2 tensors, 1 conv2d"); destroy those, then call it again.
+ * Returns FV_OK when the context is gone. */
+fv_status fv_context_destroy(fv_context *ctx);
 
 /* Fills *info. Returns FV_ERR_BAD_PARAM if either is NULL. */
 fv_status fv_context_info_get(const fv_context *ctx, fv_context_info *info);

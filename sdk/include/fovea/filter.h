@@ -125,7 +125,8 @@ typedef struct fv_filter_desc {
 fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filter **out);
 
 /* Frees the filter's tensors and convolution. NULL allowed. Queued work
- * that uses the filter must have finished (fv_context_synchronize). */
+ * that uses the filter must have finished (fv_context_synchronize). Destroy it before its context
+ * (fv_context_destroy refuses while it lives). */
 void fv_filter_destroy(fv_filter *f);
 
 /* Filters one frame: in (the desc's format and size) -> out (the desc's

@@ -63,7 +63,8 @@ fv_status fv_frame_buffer_create(fv_context *ctx, fv_pixel_format format, int wi
                                  fv_frame_buffer **out);
 
 /* Returns the buffer's memory to its pools. NULL allowed. Queued work that
- * uses the buffer must have finished (fv_context_synchronize). */
+ * uses the buffer must have finished (fv_context_synchronize). Destroy it before its context
+ * (fv_context_destroy refuses while it lives). */
 void fv_frame_buffer_destroy(fv_frame_buffer *fb);
 
 /* Makes the host data visible to the device view, for work queued after

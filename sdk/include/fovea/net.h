@@ -262,7 +262,9 @@ typedef struct fv_net_desc {
  * is left), FV_ERR_CUDA/CUDNN. */
 fv_status fv_net_create(fv_context *ctx, const fv_net_builder *b, const fv_net_desc *desc,
                         fv_net **out);
-/* Waits for the context's work, returns the net's memory to its pools. NULL ok. */
+/* Waits for the context's work, returns the net's memory to its pools (its
+ * input and output tensors with it). NULL ok. Destroy it before its context
+ * (fv_context_destroy refuses while it lives). */
 void fv_net_destroy(fv_net *net);
 
 /* One inference: reads the input tensors, writes the output tensors, on the

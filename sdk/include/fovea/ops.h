@@ -92,7 +92,10 @@ enum {
  * message names the field and value), FV_ERR_NOT_SUPPORTED (the backend
  * cannot run it), FV_ERR_OUT_OF_MEMORY. */
 fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2d **out);
-/* Frees the op and what it holds (weights, engine plan). NULL allowed. */
+/* Frees the op and what it holds (weights, engine plan). NULL allowed.
+ * Queued work that uses it must have finished (fv_context_synchronize).
+ * Destroy it before its context (fv_context_destroy refuses while it
+ * lives). */
 void fv_conv2d_destroy(fv_conv2d *op);
 
 /* The output shape (N, P, Q, K) the op produces. Any pointer may be NULL. */
@@ -153,7 +156,8 @@ fv_status fv_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out);
 fv_status fv_conv2d_bind_residual(fv_conv2d *op, const fv_tensor *in, const fv_tensor *residual,
                                   fv_tensor *out);
 
-/* Output size of one spatial dimension; 0 if the window does not fit. */
+/* Output size of one spatial dimension; 0 if the window does not fit, an
+ * argument is out of range, or the size would not fit an int. */
 int fv_conv_output_dim(int in, int kernel, int stride, int pad, int dilation);
 
 /* ---- 2-D pooling ------------------------------------------------------ */

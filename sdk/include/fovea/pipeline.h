@@ -88,7 +88,8 @@ typedef struct fv_pipeline_info {
  * filter's errors, or FV_ERR_CUDA from stream/event/graph set-up. */
 fv_status fv_pipeline_create(fv_context *ctx, const fv_pipeline_desc *desc, fv_pipeline **out);
 
-/* Waits for queued work, then frees everything. NULL allowed. */
+/* Waits for queued work, then frees everything. NULL allowed. Destroy it before its context
+ * (fv_context_destroy refuses while it lives). */
 void fv_pipeline_destroy(fv_pipeline *p);
 
 /* The next free slot's input buffer (host memory the GPU reads: pinned, or

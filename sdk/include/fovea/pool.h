@@ -48,7 +48,9 @@ typedef struct fv_pool_stats {
 fv_status fv_pool_create(fv_context *ctx, const fv_pool_desc *desc, fv_pool **out);
 
 /* Frees the backing allocation. NULL allowed. Pools owned by a context are
- * destroyed with it; passing one here is refused silently (no-op). */
+ * destroyed with it; passing one here is refused silently (no-op). A pool
+ * made with fv_pool_create must be destroyed before its context
+ * (fv_context_destroy refuses while it lives). */
 void fv_pool_destroy(fv_pool *pool);
 
 /* Carves bytes (> 0) aligned to FV_ALIGN. *out receives the address: a

@@ -56,7 +56,8 @@ typedef struct fv_class_score {
  * memory). ctx, desc, out required; *out NULL on failure. Returns
  * FV_ERR_BAD_PARAM (a field out of range: named), FV_ERR_OUT_OF_MEMORY. */
 fv_status fv_classify_create(fv_context *ctx, const fv_classify_desc *desc, fv_classify **out);
-/* Waits for the context's work and returns the buffers. NULL allowed. */
+/* Waits for the context's work and returns the buffers. NULL allowed. Destroy it before its context
+ * (fv_context_destroy refuses while it lives). */
 void fv_classify_destroy(fv_classify *op);
 
 /* Queues, for every item b of logits ((N, C, 1, 1) as created: an fc or
@@ -99,7 +100,8 @@ typedef struct fv_segment_desc {
  * Returns FV_ERR_BAD_PARAM (a field out of range: named),
  * FV_ERR_OUT_OF_MEMORY, FV_ERR_CUDA. */
 fv_status fv_segment_create(fv_context *ctx, const fv_segment_desc *desc, fv_segment **out);
-/* Waits for the context's work and returns the buffers. NULL allowed. */
+/* Waits for the context's work and returns the buffers. NULL allowed. Destroy it before its context
+ * (fv_context_destroy refuses while it lives). */
 void fv_segment_destroy(fv_segment *op);
 
 /* Queues, for item `index` of logits (N, C, H, W as created; F16 or F32;

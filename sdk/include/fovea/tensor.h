@@ -59,7 +59,8 @@ typedef struct fv_tensor_shape {
 fv_status fv_tensor_create(fv_context *ctx, const fv_tensor_desc *desc, fv_tensor **out);
 
 /* Returns the storage to its pool. NULL allowed. Queued work that uses the
- * tensor must have finished (fv_context_synchronize). */
+ * tensor must have finished (fv_context_synchronize). Destroy it before its context
+ * (fv_context_destroy refuses while it lives). */
 void fv_tensor_destroy(fv_tensor *t);
 
 /* Fills *out with t's shape. t and out required; returns FV_ERR_BAD_PARAM otherwise. */

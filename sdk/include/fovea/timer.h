@@ -31,7 +31,8 @@ typedef struct fv_timer fv_timer;
  * failure. Returns FV_ERR_BAD_PARAM, FV_ERR_OUT_OF_MEMORY, FV_ERR_CUDA. */
 fv_status fv_timer_create(fv_context *ctx, int marks, fv_timer **out);
 /* Frees the events (pending work that records them must have finished:
- * fv_context_synchronize). NULL allowed. */
+ * fv_context_synchronize). NULL allowed. Destroy it before its context
+ * (fv_context_destroy refuses while it lives). */
 void fv_timer_destroy(fv_timer *t);
 
 /* Records mark i (0 .. marks-1) after the work queued so far on the

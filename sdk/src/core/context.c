@@ -91,8 +91,19 @@ static void profile_header(const fv_context *ctx, fv__profile *p) {
  * naming the reason (never a failure of context creation). */
 static void load_profile(fv_context *ctx, const char *path) {
     if (ctx->backend != FV_BACKEND_CUDA) {
+        /* a missing or unreadable file is said too: the same run on a GPU
+         * would ignore it for that reason */
+        FILE *f = NULL;
+        const char *kind = NULL;
+        int e = fv__fopen_regular(path, &f, &kind);
+        if (f) fclose(f);
         snprintf(ctx->profile_why, sizeof ctx->profile_why,
-                 "the CPU backend has no engines to choose");
+                 "the CPU backend has no engines to choose%s%s%s",
+                 e ? " (and the file cannot be read: " : "",
+                 e < 0   ? (kind ? kind : "not a regular file")
+                 : e > 0 ? strerror(e)
+                         : "",
+                 e ? ")" : "");
         fv__log(ctx, FV_LOG_WARN, "profile '%s' ignored: %s", path, ctx->profile_why);
         return;
     }
@@ -218,8 +229,51 @@ fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
     return FV_OK;
 }
 
-void fv_context_destroy(fv_context *ctx) {
-    if (!ctx) return;
+/* > 0 while an object makes or destroys the objects it owns (this thread) */
+static _Thread_local int internal_depth;
+
+void fv__obj_internal(int enter) {
+    internal_depth += enter ? 1 : -1;
+}
+
+void fv__obj_born(fv_context *ctx, fv__obj_kind kind) {
+    if (ctx && internal_depth == 0) ctx->live[kind]++;
+}
+
+void fv__obj_gone(fv_context *ctx, fv__obj_kind kind) {
+    if (ctx && internal_depth == 0 && ctx->live[kind] > 0) ctx->live[kind]--;
+}
+
+static const char *const obj_names[FV__OBJ_COUNT][2] = {
+    [FV__OBJ_POOL] = {"pool", "pools"},
+    [FV__OBJ_TENSOR] = {"tensor", "tensors"},
+    [FV__OBJ_CONV2D] = {"conv2d", "conv2ds"},
+    [FV__OBJ_FILTER] = {"filter", "filters"},
+    [FV__OBJ_PIPELINE] = {"pipeline", "pipelines"},
+    [FV__OBJ_FRAME_BUFFER] = {"frame buffer", "frame buffers"},
+    [FV__OBJ_NET] = {"net", "nets"},
+    [FV__OBJ_CLASSIFY] = {"classify op", "classify ops"},
+    [FV__OBJ_SEGMENT] = {"segment op", "segment ops"},
+    [FV__OBJ_TIMER] = {"timer", "timers"},
+};
+
+fv_status fv_context_destroy(fv_context *ctx) {
+    if (!ctx) return FV_OK;
+    /* As uv_loop_close: refuse while objects made from the context live
+     * (they point into its pools and backend state), and touch nothing. */
+    char alive[512] = "";
+    size_t len = 0;
+    for (int k = 0; k < FV__OBJ_COUNT; k++) {
+        if (ctx->live[k] == 0 || len >= sizeof alive) continue;
+        int n = snprintf(alive + len, sizeof alive - len, "%s%ld %s", len ? ", " : "", ctx->live[k],
+                         obj_names[k][ctx->live[k] != 1]);
+        if (n > 0) len += (size_t)n;
+    }
+    if (len)
+        return fv__error(FV_ERR_BAD_STATE,
+                         "fv_context_destroy: still alive: %s; destroy them first: the context "
+                         "is left as it was",
+                         alive);
     ctx->be->synchronize(ctx);
     if (ctx->profile) {
         fv__profile_free(ctx->profile);
@@ -229,6 +283,7 @@ void fv_context_destroy(fv_context *ctx) {
         fv__pool_destroy(ctx->pools[k]);
     ctx->be->fini(ctx);
     free(ctx);
+    return FV_OK;
 }
 
 fv_status fv_context_info_get(const fv_context *ctx, fv_context_info *info) {

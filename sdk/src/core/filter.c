@@ -215,6 +215,7 @@ fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filte
     fv_filter *f = calloc(1, sizeof *f);
     FV_REQUIRE(f, FV_ERR_OUT_OF_MEMORY, "filter: out of host memory");
     f->ctx = ctx;
+    fv__obj_born(ctx, FV__OBJ_FILTER);
     f->pairs =
         d.kind == FV_FILTER_SOBEL || d.kind == FV_FILTER_SCHARR || d.kind == FV_FILTER_PREWITT;
     f->desc = d;
@@ -233,7 +234,11 @@ fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filte
                       "filter: engine FUSED (the fused tensor-core kernel) is not available on "
                       "the %s backend%s; use AUTO or CONV",
                       ctx->be->name, ctx->be->filter_fused ? " of a GPU without tensor cores" : "");
-    if (s == FV_OK) s = plan(f);
+    if (s == FV_OK) {
+        fv__obj_internal(1);
+        s = plan(f);
+        fv__obj_internal(0);
+    }
     f->desc.kernel = NULL;
     if (s != FV_OK) {
         fv_filter_destroy(f);
@@ -245,11 +250,14 @@ fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filte
 
 void fv_filter_destroy(fv_filter *f) {
     if (!f) return;
+    fv__obj_gone(f->ctx, FV__OBJ_FILTER);
+    fv__obj_internal(1);
     fv_tensor_destroy(f->e);
     fv_tensor_destroy(f->y);
     fv_tensor_destroy(f->x);
     fv_conv2d_destroy(f->conv);
     fv_tensor_destroy(f->w);
+    fv__obj_internal(0);
     free(f);
 }
 

@@ -57,6 +57,7 @@ fv_status fv_frame_buffer_create(fv_context *ctx, fv_pixel_format f, int w, int 
     fv_frame_buffer *fb = calloc(1, sizeof *fb);
     FV_REQUIRE(fb, FV_ERR_OUT_OF_MEMORY, "fv_frame_buffer_create: out of host memory");
     fb->ctx = ctx;
+    fv__obj_born(ctx, FV__OBJ_FRAME_BUFFER);
     fb->policy = ci.memory_policy;
     int zero_copy = fb->policy == FV_MEMORY_POLICY_ZERO_COPY;
     fv_frame_buffer_info *in = &fb->info;
@@ -65,9 +66,11 @@ fv_status fv_frame_buffer_create(fv_context *ctx, fv_pixel_format f, int w, int 
     in->host_pool = zero_copy ? FV_POOL_MAPPED : FV_POOL_PINNED;
     in->device_pool = zero_copy ? FV_POOL_MAPPED : FV_POOL_DEVICE;
 
+    fv__obj_internal(1);
     fv_status s = make_bytes(ctx, in->host_pool, (int)rows, (int)row_bytes, &fb->host);
     if (s == FV_OK && !zero_copy)
         s = make_bytes(ctx, in->device_pool, (int)rows, (int)row_bytes, &fb->device);
+    fv__obj_internal(0);
     if (s != FV_OK) {
         fv_frame_buffer_destroy(fb);
         return s;
@@ -83,8 +86,11 @@ fv_status fv_frame_buffer_create(fv_context *ctx, fv_pixel_format f, int w, int 
 
 void fv_frame_buffer_destroy(fv_frame_buffer *fb) {
     if (!fb) return;
+    fv__obj_gone(fb->ctx, FV__OBJ_FRAME_BUFFER);
+    fv__obj_internal(1);
     fv_tensor_destroy(fb->device);
     fv_tensor_destroy(fb->host);
+    fv__obj_internal(0);
     free(fb);
 }
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "fovea/fovea.h"
 
 #ifdef __cplusplus
@@ -40,6 +41,17 @@ void fv__log(const fv_context *ctx, fv_log_level level, const char *fmt, ...) FV
         if (!(cond)) return fv__error((status), __VA_ARGS__);                                      \
     } while (0)
 
+/* ---- files ---------------------------------------------------------------
+ * Opens path for reading ("rb") only if it is a regular file; the open never
+ * blocks (a FIFO without a writer, a device). Returns 0 with *out set; an
+ * errno value when open or fstat fails; or -1 when path exists but is not a
+ * regular file, with *kind (when not NULL) saying what it is ("a FIFO (named
+ * pipe)", "a directory", ...). Exported for fovea's platform layer and tools
+ * (file.c). */
+int fv__fopen_regular(const char *path, FILE **out, const char **kind);
+/* What a stat mode is, as a phrase: "a directory", "a FIFO (named pipe)". */
+const char *fv__file_kind(unsigned mode);
+
 #define FV_ROUND_UP(x, a) ((((x) + (a)-1) / (a)) * (a))
 
 /* ---- objects ------------------------------------------------------------ */
@@ -61,6 +73,30 @@ struct fv_pool {
     fv_pool_stats stats;
 };
 
+/* The objects a context counts, so that fv_context_destroy can refuse while
+ * any the caller made is alive instead of freeing memory they still use.
+ * Every create that takes a context calls fv__obj_born once the object will
+ * be destroyed through its destroy function, and that destroy calls
+ * fv__obj_gone. Objects that another object makes and destroys itself (a
+ * filter's tensors, a pipeline's filter) are not the caller's: the maker
+ * brackets those creates and destroys with fv__obj_internal(1) and (0). */
+typedef enum {
+    FV__OBJ_POOL, /* caller-made pools (the context's own are not counted) */
+    FV__OBJ_TENSOR,
+    FV__OBJ_CONV2D,
+    FV__OBJ_FILTER,
+    FV__OBJ_PIPELINE,
+    FV__OBJ_FRAME_BUFFER,
+    FV__OBJ_NET,
+    FV__OBJ_CLASSIFY,
+    FV__OBJ_SEGMENT,
+    FV__OBJ_TIMER,
+    FV__OBJ_COUNT
+} fv__obj_kind;
+void fv__obj_born(fv_context *ctx, fv__obj_kind kind);
+void fv__obj_gone(fv_context *ctx, fv__obj_kind kind);
+void fv__obj_internal(int enter);
+
 struct fv_context {
     fv_backend backend;
     const struct fv__backend *be;
@@ -74,6 +110,7 @@ struct fv_context {
     size_t workspace_limit;      /* bytes, from the desc (default filled) */
     struct fv__profile *profile; /* engine choices: loaded, heuristic, autotuned */
     char profile_why[256];       /* why the given profile was ignored, or "" */
+    long live[FV__OBJ_COUNT];    /* objects alive, by kind */
 };
 
 struct fv_tensor {

@@ -1,8 +1,10 @@
 /* Front end of the ops: argument checks and defaults, then the backend. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "checked.h"
 #include "internal.h"
 #include "../backend/activation.h"
 
@@ -49,10 +51,11 @@ static bool act_valid(fv_activation a) {
 
 int fv_conv_output_dim(int in, int kernel, int stride, int pad, int dilation) {
     if (in < 1 || kernel < 1 || stride < 1 || pad < 0 || dilation < 1) return 0;
-    long span = (long)dilation * (kernel - 1) + 1;
-    long avail = (long)in + 2L * pad - span;
+    long long span = (long long)dilation * (kernel - 1) + 1;
+    long long avail = (long long)in + 2LL * pad - span;
     if (avail < 0) return 0;
-    return (int)(avail / stride + 1);
+    long long out = avail / stride + 1;
+    return out > INT_MAX ? 0 : (int)out; /* an output no int can hold is no output */
 }
 
 static const char *dtype_name(fv_dtype t) {
@@ -115,8 +118,14 @@ static fv_status conv_check(const fv_conv2d_desc *d) {
     int p = fv_conv_output_dim(d->h, d->r, d->stride_h, d->pad_h, d->dilation_h);
     int q = fv_conv_output_dim(d->w, d->s, d->stride_w, d->pad_w, d->dilation_w);
     FV_REQUIRE(p >= 1 && q >= 1, FV_ERR_BAD_PARAM,
-               "%s: a %dx%d kernel (dilation %dx%d) does not fit a %dx%d input padded by %dx%d", op,
-               d->r, d->s, d->dilation_h, d->dilation_w, d->h, d->w, d->pad_h, d->pad_w);
+               "%s: a %dx%d kernel (dilation %dx%d) does not fit a %dx%d input padded by %dx%d "
+               "(or the output would not fit an int)",
+               op, d->r, d->s, d->dilation_h, d->dilation_w, d->h, d->w, d->pad_h, d->pad_w);
+    int wdims[4] = {d->k, d->c / d->groups, d->r, d->s};
+    size_t nw;
+    FV_REQUIRE(fv__dims_size(wdims, 4, &nw) && (uint64_t)nw < ((uint64_t)1 << 32), FV_ERR_BAD_PARAM,
+               "%s: K=%d x C/groups=%d x R=%d x S=%d weights are too many (2^32 at most)", op, d->k,
+               d->c / d->groups, d->r, d->s);
     return FV_OK;
 }
 
@@ -156,12 +165,14 @@ fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2
         free(op);
         return s;
     }
+    fv__obj_born(ctx, FV__OBJ_CONV2D);
     *out = op;
     return FV_OK;
 }
 
 void fv_conv2d_destroy(fv_conv2d *op) {
     if (!op) return;
+    fv__obj_gone(op->ctx, FV__OBJ_CONV2D);
     op->ctx->be->conv2d_destroy(op);
     free(op);
 }
@@ -339,6 +350,13 @@ fv_status fv__image_normalize(const char *op, const fv_image *img, fv_image *n) 
     FV_REQUIRE(n->stride >= row, FV_ERR_BAD_PARAM,
                "%s: stride %zu is smaller than a %s row of %d pixels (%zu bytes)", op, n->stride,
                fv_pixel_format_name(img->format), img->width, row);
+    size_t span; /* the planes' bytes (NV12: the uv plane is half as tall) */
+    FV_REQUIRE(
+        fv__mul_size(n->stride, (size_t)img->height, &span) &&
+            (img->format != FV_PIXEL_NV12 ||
+             fv__mul_size(n->uv_stride ? n->uv_stride : n->stride, (size_t)img->height / 2, &span)),
+        FV_ERR_BAD_PARAM, "%s: stride %zu x height %d bytes overflows size_t", op, n->stride,
+        img->height);
     if (img->format == FV_PIXEL_NV12) {
         if (!n->uv) n->uv = (unsigned char *)n->data + n->stride * (size_t)img->height;
         if (n->uv_stride == 0) n->uv_stride = n->stride;

@@ -109,11 +109,14 @@ fv_status fv_pipeline_create(fv_context *ctx, const fv_pipeline_desc *desc, fv_p
     FV_REQUIRE(p, FV_ERR_OUT_OF_MEMORY, "pipeline_create: out of host memory");
     p->ctx = ctx;
     p->held = -1;
+    fv__obj_internal(1);
     fv_status s = fv_filter_create(ctx, desc->filter, &p->filter);
+    fv__obj_internal(0);
     if (s != FV_OK) {
         free(p);
         return fv__error_prefix(s, "fv_pipeline_create");
     }
+    fv__obj_born(ctx, FV__OBJ_PIPELINE);
     const fv_filter_desc *fd = desc->filter;
     fv_pixel_format in_f = fd->format ? fd->format : FV_PIXEL_RGB24;
     fv_pixel_format of = desc->out_format;
@@ -139,8 +142,10 @@ fv_status fv_pipeline_create(fv_context *ctx, const fv_pipeline_desc *desc, fv_p
         s = be->stream_create(ctx, &p->up);
         if (s == FV_OK) s = be->stream_create(ctx, &p->down);
     }
+    fv__obj_internal(1);
     for (int i = 0; s == FV_OK && i < p->n; i++)
         s = make_slot(p, &p->slots[i], &norm, of);
+    fv__obj_internal(0);
     if (s == FV_OK && desc->cuda_graph) {
         if (!be->graph_begin) {
             snprintf(in->cuda_graph_why, sizeof in->cuda_graph_why,
@@ -163,8 +168,10 @@ fv_status fv_pipeline_create(fv_context *ctx, const fv_pipeline_desc *desc, fv_p
 void fv_pipeline_destroy(fv_pipeline *p) {
     if (!p) return;
     fv_context *ctx = p->ctx;
+    fv__obj_gone(ctx, FV__OBJ_PIPELINE);
     const fv__backend *be = ctx->be;
     if (be->synchronize) (void)be->synchronize(ctx);
+    fv__obj_internal(1);
     for (int i = 0; i < p->n; i++) {
         slot *s = &p->slots[i];
         if (s->graph) be->graph_destroy(ctx, s->graph);
@@ -176,6 +183,7 @@ void fv_pipeline_destroy(fv_pipeline *p) {
     if (p->up) be->stream_destroy(ctx, p->up);
     if (p->down) be->stream_destroy(ctx, p->down);
     fv_filter_destroy(p->filter);
+    fv__obj_internal(0);
     free(p);
 }
 

@@ -40,6 +40,7 @@ fv_status fv_classify_create(fv_context *ctx, const fv_classify_desc *desc, fv_c
     fv_classify *c = calloc(1, sizeof *c);
     FV_REQUIRE(c, FV_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
     c->ctx = ctx;
+    fv__obj_born(ctx, FV__OBJ_CLASSIFY);
     c->d = d;
     c->bytes = (size_t)d.batch * (size_t)d.k * sizeof(fv_class_score);
     fv_status s = fv_pool_alloc(ctx->pools[FV_POOL_DEVICE], c->bytes, (void **)&c->dev);
@@ -56,6 +57,7 @@ fv_status fv_classify_create(fv_context *ctx, const fv_classify_desc *desc, fv_c
 void fv_classify_destroy(fv_classify *op) {
     if (!op) return;
     fv_context *ctx = op->ctx;
+    fv__obj_gone(ctx, FV__OBJ_CLASSIFY);
     (void)fv_context_synchronize(ctx);
     if (op->dev) (void)fv_pool_free(ctx->pools[FV_POOL_DEVICE], op->dev);
     if (op->host) (void)fv_pool_free(ctx->pools[FV_POOL_PINNED], op->host);
@@ -151,6 +153,7 @@ fv_status fv_segment_create(fv_context *ctx, const fv_segment_desc *desc, fv_seg
     fv_segment *s = calloc(1, sizeof *s);
     FV_REQUIRE(s, FV_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
     s->ctx = ctx;
+    fv__obj_born(ctx, FV__OBJ_SEGMENT);
     s->d = d;
     const size_t map = (size_t)d.batch * d.height * d.width, pb = sizeof(float) * 4 * d.classes;
     fv_pool *dev = ctx->pools[FV_POOL_DEVICE];
@@ -169,6 +172,7 @@ fv_status fv_segment_create(fv_context *ctx, const fv_segment_desc *desc, fv_seg
 
 void fv_segment_destroy(fv_segment *op) {
     if (!op) return;
+    fv__obj_gone(op->ctx, FV__OBJ_SEGMENT);
     (void)fv_context_synchronize(op->ctx);
     fv_pool *dev = op->ctx->pools[FV_POOL_DEVICE];
     if (op->classes) (void)fv_pool_free(dev, op->classes);

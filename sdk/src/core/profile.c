@@ -316,8 +316,11 @@ static fv_status fail(loader *L, fv_status s, const char *fmt, ...) {
 /* The whole file, NUL-terminated, in a malloc'd buffer of *len + 1 bytes. */
 static fv_status read_all(loader *L, char **data, size_t *len) {
     *data = NULL;
-    FILE *f = fopen(L->path, "rb");
-    if (!f) return fail(L, FV_ERR_IO, "cannot open: %s", strerror(errno));
+    FILE *f = NULL;
+    const char *kind = NULL;
+    int e = fv__fopen_regular(L->path, &f, &kind);
+    if (e < 0) return fail(L, FV_ERR_IO, "cannot read it: it is %s, not a regular file", kind);
+    if (e > 0) return fail(L, FV_ERR_IO, "cannot open: %s", strerror(e));
     /* a regular file's size as the first guess: plans make profiles MBs */
     struct stat st;
     size_t cap = 4096, n = 0;

@@ -1,6 +1,7 @@
 /* Tensors: NHWC storage carved from a pool; F16 channels padded to 8. */
 #include <stdlib.h>
 #include <string.h>
+#include "checked.h"
 #include "internal.h"
 
 static size_t dtype_bytes(fv_dtype t) {
@@ -39,18 +40,25 @@ fv_status fv_tensor_create(fv_context *ctx, const fv_tensor_desc *d, fv_tensor *
     memset(&sh, 0, sizeof sh);
     sh.dtype = d->dtype;
     sh.n = n, sh.h = d->h, sh.w = d->w, sh.c = d->c;
-    sh.c_stored = d->dtype == FV_DTYPE_F16 ? FV_ROUND_UP(d->c, 8) : d->c;
+    sh.c_stored = d->c;
     sh.elem_bytes = dtype_bytes(d->dtype);
+    size_t row, plane, batch;
+    int dims[4] = {n, d->h, d->w, d->c};
+    bool fits = (d->dtype != FV_DTYPE_F16 || fv__round_up_int(d->c, 8, &sh.c_stored)) &&
+                fv__mul_size((size_t)sh.c_stored, (size_t)sh.w, &row) &&
+                fv__mul_size(row, (size_t)sh.h, &plane) && fv__mul_size(plane, (size_t)n, &batch) &&
+                (uint64_t)batch < ((uint64_t)1 << 40) && /* far past any pool */
+                fv__mul_size(batch, sh.elem_bytes, &sh.bytes) &&
+                fv__dims_size(dims, 4, &sh.dense_bytes) &&
+                fv__mul_size(sh.dense_bytes, sh.elem_bytes, &sh.dense_bytes);
+    FV_REQUIRE(fits, FV_ERR_BAD_PARAM,
+               "fv_tensor_create: shape N=%d H=%d W=%d C=%d of %s is too large (2^40 elements "
+               "at most, channels padded)",
+               n, d->h, d->w, d->c, dtype_name(d->dtype));
     sh.stride[3] = 1;
     sh.stride[2] = (size_t)sh.c_stored;
-    sh.stride[1] = sh.stride[2] * (size_t)sh.w;
-    sh.stride[0] = sh.stride[1] * (size_t)sh.h;
-    /* overflow guard: 2^40 elements is far past any pool */
-    double total = (double)n * d->h * d->w * sh.c_stored;
-    FV_REQUIRE(total < 1099511627776.0, FV_ERR_BAD_PARAM,
-               "fv_tensor_create: shape N=%d H=%d W=%d C=%d is too large", n, d->h, d->w, d->c);
-    sh.bytes = sh.stride[0] * (size_t)n * sh.elem_bytes;
-    sh.dense_bytes = (size_t)n * d->h * d->w * d->c * sh.elem_bytes;
+    sh.stride[1] = row;
+    sh.stride[0] = plane;
 
     fv_tensor *t = calloc(1, sizeof *t);
     FV_REQUIRE(t, FV_ERR_OUT_OF_MEMORY, "fv_tensor_create: out of host memory");
@@ -69,12 +77,14 @@ fv_status fv_tensor_create(fv_context *ctx, const fv_tensor_desc *d, fv_tensor *
     t->pool = pool;
     t->shape = sh;
     t->dev_data = fv_pool_device_pointer(pool, t->data);
+    fv__obj_born(ctx, FV__OBJ_TENSOR);
     *out = t;
     return FV_OK;
 }
 
 void fv_tensor_destroy(fv_tensor *t) {
     if (!t) return;
+    fv__obj_gone(t->ctx, FV__OBJ_TENSOR);
     fv_pool_free(t->pool, t->data);
     free(t);
 }

@@ -29,6 +29,7 @@ fv_status fv_timer_create(fv_context *ctx, int marks, fv_timer **out) {
     fv_timer *t = calloc(1, sizeof *t);
     FV_REQUIRE(t, FV_ERR_OUT_OF_MEMORY, "fv_timer_create: out of host memory");
     t->ctx = ctx;
+    fv__obj_born(ctx, FV__OBJ_TIMER);
     t->n = marks;
     const fv__backend *be = ctx->be;
     t->events = be->event_create && be->event_record && be->event_elapsed && be->event_done;
@@ -45,6 +46,7 @@ fv_status fv_timer_create(fv_context *ctx, int marks, fv_timer **out) {
 
 void fv_timer_destroy(fv_timer *t) {
     if (!t) return;
+    fv__obj_gone(t->ctx, FV__OBJ_TIMER);
     for (int i = 0; i < t->n; i++)
         if (t->ev[i]) t->ctx->be->event_destroy(t->ctx, t->ev[i]);
     free(t);

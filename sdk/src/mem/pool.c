@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../core/checked.h"
 #include "../core/internal.h"
 
 #define FV__POOL_MAX_BLOCKS 4096
@@ -18,6 +19,13 @@ static size_t largest_free(const fv_pool *p) {
 fv_status fv__pool_create(fv_context *ctx, fv_pool_kind kind, size_t bytes, const char *name,
                           fv_pool **out) {
     *out = NULL;
+    const char *what = name ? name : fv_pool_kind_name(kind);
+    size_t cap;
+    if (!fv__round_up_size(bytes, (size_t)FV_ALIGN, &cap))
+        return fv__error(FV_ERR_OUT_OF_MEMORY,
+                         "pool '%s' (%s): %zu bytes is larger than any backing allocation "
+                         "(rounded up to %d bytes it would wrap)",
+                         what, fv_pool_kind_name(kind), bytes, FV_ALIGN);
     fv_pool *p = calloc(1, sizeof *p);
     fv__block *blocks = calloc(FV__POOL_MAX_BLOCKS, sizeof *blocks);
     if (!p || !blocks) {
@@ -25,13 +33,12 @@ fv_status fv__pool_create(fv_context *ctx, fv_pool_kind kind, size_t bytes, cons
         free(blocks);
         return fv__error(FV_ERR_OUT_OF_MEMORY, "pool: out of host memory for its bookkeeping");
     }
-    size_t cap = FV_ROUND_UP(bytes, (size_t)FV_ALIGN);
     void *base = NULL, *alias = NULL;
     fv_status s = ctx->be->mem_reserve(ctx, kind, cap, &base, &alias);
     if (s != FV_OK) {
         free(p);
         free(blocks);
-        return fv__error_prefix(s, name ? name : fv_pool_kind_name(kind));
+        return fv__error_prefix(s, what);
     }
     p->ctx = ctx;
     p->kind = kind;
@@ -68,11 +75,14 @@ fv_status fv_pool_create(fv_context *ctx, const fv_pool_desc *desc, fv_pool **ou
     for (int i = 0; i < 4; i++)
         FV_REQUIRE(desc->reserved[i] == 0, FV_ERR_BAD_PARAM,
                    "fv_pool_create: reserved[%d] must be zero", i);
-    return fv__pool_create(ctx, desc->kind, desc->bytes, desc->name, out);
+    FV_TRY(fv__pool_create(ctx, desc->kind, desc->bytes, desc->name, out));
+    fv__obj_born(ctx, FV__OBJ_POOL);
+    return FV_OK;
 }
 
 void fv_pool_destroy(fv_pool *p) {
     if (!p || p->owned_by_ctx) return;
+    fv__obj_gone(p->ctx, FV__OBJ_POOL);
     fv__pool_destroy(p);
 }
 
@@ -82,10 +92,10 @@ fv_status fv_pool_alloc(fv_pool *p, size_t bytes, void **out) {
     FV_REQUIRE(p, FV_ERR_BAD_PARAM, "fv_pool_alloc: pool is NULL");
     FV_REQUIRE(bytes > 0, FV_ERR_BAD_PARAM, "fv_pool_alloc: pool '%s': request of 0 bytes",
                p->name);
-    FV_REQUIRE(bytes <= SIZE_MAX - FV_ALIGN, FV_ERR_OUT_OF_MEMORY,
+    size_t need;
+    FV_REQUIRE(fv__round_up_size(bytes, (size_t)FV_ALIGN, &need), FV_ERR_OUT_OF_MEMORY,
                "pool '%s' (%s): request of %zu bytes is larger than any pool", p->name,
                fv_pool_kind_name(p->kind), bytes);
-    size_t need = FV_ROUND_UP(bytes, (size_t)FV_ALIGN);
     for (size_t i = 0; i < p->nblocks; i++) {
         fv__block *b = &p->blocks[i];
         if (b->used || b->size < need) continue;

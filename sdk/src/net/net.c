@@ -439,7 +439,9 @@ static fv_status build_layer(fv_net *net, fv__nlayer *l) {
 void fv_net_destroy(fv_net *net) {
     if (!net) return;
     fv_context *ctx = net->ctx;
+    fv__obj_gone(ctx, FV__OBJ_NET);
     fv_context_synchronize(ctx);
+    fv__obj_internal(1);
     if (net->graph) ctx->be->graph_destroy(ctx, net->graph);
     for (int i = 0; i < net->nlayers; i++) {
         fv_conv2d_destroy(net->layers[i].conv);
@@ -454,6 +456,7 @@ void fv_net_destroy(fv_net *net) {
         if (net->out_t) fv_tensor_destroy(net->out_t[i]);
         if (net->out_stage) fv_tensor_destroy(net->out_stage[i]);
     }
+    fv__obj_internal(0);
     if (net->arena) fv_pool_free(ctx->pools[FV_POOL_DEVICE], net->arena);
     free(net->in_t), free(net->in_stage), free(net->out_t), free(net->out_stage);
     free(net->layers), free(net->tensors), free(net->inputs), free(net->outputs);
@@ -599,6 +602,7 @@ fv_status fv_net_create(fv_context *ctx, const fv_net_builder *b, const fv_net_d
     fv_net *net = calloc(1, sizeof *net);
     FV_REQUIRE(net, FV_ERR_OUT_OF_MEMORY, "fv_net_create: out of host memory");
     net->ctx = ctx;
+    fv__obj_born(ctx, FV__OBJ_NET);
     net->flags = flags;
 #if FV_BUILT_WITH_CUDA
     net->ops = ctx->backend == FV_BACKEND_CUDA ? &fv__net_ops_cuda : &fv__net_ops_cpu;
@@ -608,7 +612,9 @@ fv_status fv_net_create(fv_context *ctx, const fv_net_builder *b, const fv_net_d
     net->dtype = ctx->backend == FV_BACKEND_CPU ? FV_DTYPE_F32 : FV_DTYPE_F16;
     net->ntensors = b->ntensors;
     fv_status s = fv__net_builder_clone(b, &net->b);
+    fv__obj_internal(1); /* the net's own tensors and conv2d ops */
     if (s == FV_OK) s = create(net, desc);
+    fv__obj_internal(0);
     if (s != FV_OK) {
         fv_net_destroy(net);
         return s;

@@ -81,6 +81,14 @@ typedef struct fv_image_save_desc {
  * FV_ERR_OUT_OF_MEMORY. */
 fv_status fv_image_file_save(const char *path, const fv_image *img, const fv_image_save_desc *desc);
 
+/* Removes the temporary files of the saves in progress in this process
+ * (fv_image_file_save's ".NAME.tmp-PID-N"). fovea installs no signal
+ * handlers; this is async-signal-safe, for a program's own SIGINT/SIGTERM
+ * handler to call before it ends the process. A temporary left behind
+ * anyway (SIGKILL, a crash) is removed by the next fv_image_file_save into
+ * the same directory, once its process no longer exists. */
+void fv_file_temporaries_remove(void);
+
 #ifdef __cplusplus
 }
 #endif

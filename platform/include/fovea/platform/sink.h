@@ -6,7 +6,13 @@
  *                             FV_ERR_NOT_SUPPORTED
  *   file://out.mp4, .mkv      H.264 video (GStreamer: the Jetson hardware
  *                             encoder nvv4l2h264enc when present, else
- *                             x264enc, else openh264enc)
+ *                             x264enc, else openh264enc), written as
+ *                             out.part-PID.mp4 and renamed to out.mp4 when
+ *                             fv_sink_close finishes it (a failed write
+ *                             removes it; an earlier out.mp4 stays as it
+ *                             was). MP4 and MOV are fragmented (1 s), so a
+ *                             killed recording's partial file plays up to
+ *                             its last fragment
  *   file://out_%04d.png, .jpg numbered images (index from 0); a name without
  *                             %d writes one image, overwritten each frame
  *   rtp://host:port           H.264 over RTP/UDP (GStreamer)

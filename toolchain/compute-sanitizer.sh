@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The GPU test programs (ctest label gpu) under NVIDIA compute-sanitizer:
+# memcheck, racecheck, initcheck and synccheck, one summary line per tool and
+# program, exit 1 when any tool found an error.
+# Usage: toolchain/compute-sanitizer.sh [BUILD_DIR [OUTDIR]]
+#   FV_SANITIZER_TOOLS  tools to run (default: memcheck racecheck initcheck synccheck)
+#   FV_SANITIZER_TIMEOUT  seconds per program and tool (default 300)
+# FV_TEST_QUICK=1 is exported: GPU tests that read it run reduced shape lists,
+# so that every tool finishes inside one 10-minute device call.
+# memcheck: the intentional out-of-memory test's cudaMalloc failure is an API
+# error by design; --report-api-errors no keeps it from counting (the tests
+# themselves check every CUDA status).
+set -uo pipefail
+build=${1:-build-gpu}
+out=${2:-${OUT:-/tmp/fv-out}/sanitizer}
+tools=${FV_SANITIZER_TOOLS:-memcheck racecheck initcheck synccheck}
+limit=${FV_SANITIZER_TIMEOUT:-300}
+mkdir -p "$out"
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+[ -x "$cs" ] || { echo "compute-sanitizer not found (CUDA toolkit's bin/)"; exit 2; }
+export FV_TEST_QUICK=1
+# name<TAB>command... of every gpu-labelled test, from ctest's own list
+mapfile -t tests < <(cd "$build" && ctest -L gpu --show-only=json-v1 | python3 -c '
+import json, shlex, sys
+for t in json.load(sys.stdin)["tests"]:
+    if "command" in t:
+        print(t["name"] + "\t" + " ".join(shlex.quote(c) for c in t["command"]))')
+fail=0
+for tool in $tools; do
+  extra=()
+  [ "$tool" = memcheck ] && extra=(--report-api-errors no --leak-check full)
+  for line in "${tests[@]}"; do
+    name=${line%%$'\t'*}
+    cmd=${line#*$'\t'}
+    log="$out/$tool-$name.log"
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    (cd "$build" && eval timeout "$limit" "$cs" --tool "$tool" --error-exitcode 99 \
+      "${extra[@]}" $cmd) >"$log" 2>&1
+    rc=$?
+    errors=$(grep -Eo "ERROR SUMMARY: [0-9]+" "$log" | tail -1 | grep -Eo "[0-9]+$" || echo "?")
+    verdict=ok
+    case $rc in
+      0 | 77) ;;                          # clean (77: the test skipped: no GPU)
+      124) verdict="timeout (${limit} s)"; fail=1 ;;
+      99) verdict="sanitizer errors"; fail=1 ;;
+      *) verdict="test failed (exit $rc)"; fail=1 ;;
+    esac
+    printf '%-10s %-28s errors %-4s %4d s  %s\n' "$tool" "$name" "$errors" \
+      $(($(date +%s) - start)) "$verdict" | tee -a "$out/summary.txt"
+  done
+done
+exit $fail
