@@ -55,6 +55,82 @@ static double gpu_vs_cpu(const fv_net_builder *b, uint32_t flags) {
 
 typedef void (*make_fn)(fv_net_builder *b, int x);
 
+/* fv_net_desc.dtype FV_DTYPE_F32 on CUDA: a softmax over values FP16
+ * cannot tell apart (10000..10003 are 8 apart in FP16) is wrong with FP16
+ * storage and right with FP32 (against the CPU); pools, an add, a resize
+ * and a concat run in FP32 too; a convolution in such a net is refused,
+ * naming the layer. */
+static void test_f32_storage(void **state) {
+    (void)state;
+    fv_net_builder *b;
+    FV_ASSERT_OK(fv_net_builder_create(&b));
+    int x, y, p, r, a, c, s;
+    FV_ASSERT_OK(fv_net_add_input(b, "x", 1, 4, 6, 6, &x));
+    FV_ASSERT_OK(fv_net_add_softmax(b, "softmax", x, &y));
+    FV_ASSERT_OK(fv_net_add_pool(
+        b, &(fv_net_pool_desc){.name = "pool", .r = 2, .s = 2, .stride_h = 2, .stride_w = 2}, y,
+        &p));
+    FV_ASSERT_OK(
+        fv_net_add_resize(b, &(fv_net_resize_desc){.name = "up", .out_h = 6, .out_w = 6}, p, &r));
+    FV_ASSERT_OK(fv_net_add_binary(b, "add", FV_NET_ADD, r, y, FV_ACT_IDENTITY, 0, &a));
+    int parts[2] = {a, y};
+    FV_ASSERT_OK(fv_net_add_concat(b, "cat", parts, 2, &c));
+    FV_ASSERT_OK(fv_net_add_softmax(b, "softmax2", c, &s));
+    FV_ASSERT_OK(fv_net_mark_output(b, y, "y"));
+    FV_ASSERT_OK(fv_net_mark_output(b, s, "s"));
+    size_t n = 4 * 36;
+    float *in = malloc(n * 4), *ref = malloc(n * 4), *got = malloc(n * 4);
+    fv_test_fill_uniform(in, n, -1, 1);
+    for (size_t i = 0; i < n; i++) /* NHWC: channel i % 4 */
+        in[i] = 10000.0f + (float)(i % 4) + 0.25f * in[i];
+    fv_context *cpu = fv_test_cpu_context(0);
+    fv_net *nc, *n16, *n32;
+    FV_ASSERT_OK(fv_net_create(cpu, b, NULL, &nc));
+    FV_ASSERT_OK(fv_net_create(g_gpu, b, NULL, &n16));
+    FV_ASSERT_OK(fv_net_create(g_gpu, b, &(fv_net_desc){.dtype = FV_DTYPE_F32}, &n32));
+    double err[2][2];
+    for (int o = 0; o < 2; o++) {
+        size_t no = o == 0 ? n : 2 * n;
+        float *r2 = malloc(no * 4), *g2 = malloc(no * 4);
+        FV_ASSERT_OK(fv_net_input_upload(nc, 0, in, n));
+        FV_ASSERT_OK(fv_net_forward(nc));
+        FV_ASSERT_OK(fv_net_output_download(nc, o, r2, no));
+        fv_net *gn[2] = {n16, n32};
+        for (int k = 0; k < 2; k++) {
+            FV_ASSERT_OK(fv_net_input_upload(gn[k], 0, in, n));
+            FV_ASSERT_OK(fv_net_forward(gn[k]));
+            FV_ASSERT_OK(fv_net_output_download(gn[k], o, g2, no));
+            err[o][k] = fv_test_rel_l2(g2, r2, no);
+        }
+        free(r2), free(g2);
+    }
+    printf("  softmax of 10000..10003: rel L2 %.2e with FP16 storage, %.2e with FP32\n", err[0][0],
+           err[0][1]);
+    printf("  whole net: rel L2 %.2e with FP16 storage, %.2e with FP32\n", err[1][0], err[1][1]);
+    assert_true(err[0][0] > 0.1); /* FP16 storage cannot hold it */
+    assert_true(err[0][1] < 1e-5);
+    assert_true(err[1][1] < 1e-5);
+    fv_net_info info;
+    FV_ASSERT_OK(fv_net_info_get(n32, &info));
+    fv_net_destroy(nc), fv_net_destroy(n16), fv_net_destroy(n32);
+    /* a convolution in an FP32 net */
+    float w[4 * 4 * 9];
+    fv_test_fill_uniform(w, 4 * 4 * 9, -1, 1);
+    int cv;
+    FV_ASSERT_OK(fv_net_add_conv(
+        b, &(fv_net_conv_desc){.name = "conv9", .k = 4, .r = 3, .s = 3, .weights = w}, x, &cv));
+    FV_ASSERT_OK(fv_net_mark_output(b, cv, "cv"));
+    fv_net *bad = NULL;
+    FV_ASSERT_STATUS(fv_net_create(g_gpu, b, &(fv_net_desc){.dtype = FV_DTYPE_F32}, &bad),
+                     FV_ERR_NOT_SUPPORTED, "conv9");
+    assert_null(bad);
+    FV_ASSERT_STATUS(fv_net_create(g_gpu, b, &(fv_net_desc){.dtype = FV_DTYPE_U8}, &bad),
+                     FV_ERR_BAD_PARAM, "dtype");
+    fv_net_builder_destroy(b);
+    fv_context_destroy(cpu);
+    free(in), free(ref), free(got);
+}
+
 static void one_layer(const char *what, int n, int c, int h, int w, make_fn make, double tol) {
     fv_net_builder *b;
     FV_ASSERT_OK(fv_net_builder_create(&b));
@@ -333,6 +409,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layers),
         cmocka_unit_test(test_residual_graph_compare),
+        cmocka_unit_test(test_f32_storage),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     fv_context_destroy(g_gpu);

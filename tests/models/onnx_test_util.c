@@ -37,8 +37,9 @@ static void dims4(const fv_onnx_io *io, int d[4]) {
 }
 
 fv_status onnx_test_run(fv_context *ctx, const fv_net_builder *b, const fv_onnx_report *rep,
-                        uint32_t flags, const float *const *inputs, float **outputs) {
-    fv_net_desc nd = {.flags = flags};
+                        uint32_t flags, fv_dtype dtype, const float *const *inputs,
+                        float **outputs) {
+    fv_net_desc nd = {.flags = flags, .dtype = dtype};
     fv_net *net = NULL;
     fv_status s = fv_net_create(ctx, b, &nd, &net);
     for (int i = 0; i < rep->output_count; i++)

@@ -42,7 +42,7 @@ static void valid_model_runs(void **state) {
     for (int i = 0; i < 72; i++)
         x[i] = (float)(i % 9) * 0.1f - 0.3f;
     const float *in[1] = {x};
-    FV_ASSERT_OK(onnx_test_run(ctx, b, &rep, 0, in, y));
+    FV_ASSERT_OK(onnx_test_run(ctx, b, &rep, 0, 0, in, y));
     for (int i = 0; i < 4; i++)
         assert_true(y[0][i] == y[0][i]);
     free(y[0]);

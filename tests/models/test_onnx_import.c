@@ -22,7 +22,7 @@ static float *run(ob_buf *m, const float *x, fv_onnx_report *rep) {
     if (s != FV_OK) fail_msg("load: %s: %s", fv_status_name(s), fv_onnx_last_error());
     float *out[FV_ONNX_MAX_IO];
     const float *in[1] = {x};
-    FV_ASSERT_OK(onnx_test_run(ctx, b, rep, 0, in, out));
+    FV_ASSERT_OK(onnx_test_run(ctx, b, rep, 0, 0, in, out));
     fv_net_builder_destroy(b);
     return out[0];
 }

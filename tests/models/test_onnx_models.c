@@ -30,7 +30,7 @@ static void check_model(void **state) {
     assert_non_null(in);
     assert_int_equal(n, onnx_test_io_count(&rep.inputs[0]));
     const float *ins[1] = {in};
-    FV_ASSERT_OK(onnx_test_run(ctx, b, &rep, 0, ins, out));
+    FV_ASSERT_OK(onnx_test_run(ctx, b, &rep, 0, 0, ins, out));
     for (int i = 0; i < rep.output_count; i++) {
         snprintf(path, sizeof path, "%s/%s.out%d.f32", dir, name, i);
         float *ref = onnx_test_read_f32(path, &n);

@@ -217,6 +217,10 @@ static void test_fusion_matches_unfused(void **state) {
     fv_net *fused, *plain;
     FV_ASSERT_OK(fv_net_create(ctx, b, NULL, &fused));
     FV_ASSERT_OK(fv_net_create(ctx, b, &(fv_net_desc){.flags = FV_NET_NO_FUSION}, &plain));
+    fv_net *bad = NULL;
+    FV_ASSERT_STATUS(fv_net_create(ctx, b, &(fv_net_desc){.dtype = FV_DTYPE_U8}, &bad),
+                     FV_ERR_BAD_PARAM, "dtype");
+    assert_null(bad);
     fv_net_info fi, pi;
     FV_ASSERT_OK(fv_net_info_get(fused, &fi));
     FV_ASSERT_OK(fv_net_info_get(plain, &pi));

@@ -245,7 +245,16 @@ typedef struct fv_net_desc {
     uint32_t flags;              /* FV_NET_* */
     fv_net_progress_fn progress; /* NULL: no progress calls */
     void *progress_user;         /* passed to progress */
-    uint32_t reserved[8];        /* must be zero */
+    /* Storage of the net's tensors. FV_DTYPE_F16 (0, the default): the
+     * backend's own, F16 on CUDA (the tensor-core path) and F32 on the CPU
+     * backend (FV_CONTEXT_CPU_ROUND_F16 rounds it as F16 storage would).
+     * FV_DTYPE_F32 on CUDA keeps every tensor in FP32, for a net whose
+     * precision FP16 storage loses (inputs it cannot represent, sums past
+     * 65504); such a net may hold no convolution or fc (the CUDA backend runs
+     * fv_conv2d on F16 only: FV_ERR_NOT_SUPPORTED names the layer). Other
+     * values: FV_ERR_BAD_PARAM. */
+    fv_dtype dtype;
+    uint32_t reserved[7]; /* must be zero */
 } fv_net_desc;
 
 /* Fuses, plans memory (one activation arena from the context's DEVICE pool),

@@ -595,8 +595,13 @@ fv_status fv_net_create(fv_context *ctx, const fv_net_builder *b, const fv_net_d
     uint32_t flags = desc ? desc->flags : 0;
     FV_REQUIRE((flags & ~(uint32_t)(FV_NET_AUTOTUNE | FV_NET_CUDA_GRAPH | FV_NET_NO_FUSION)) == 0,
                FV_ERR_BAD_PARAM, "fv_net_create: unknown flags 0x%x", (unsigned)flags);
+    fv_dtype dt = desc ? desc->dtype : FV_DTYPE_F16;
+    FV_REQUIRE(dt == FV_DTYPE_F16 || dt == FV_DTYPE_F32, FV_ERR_BAD_PARAM,
+               "fv_net_create: dtype %d is neither FV_DTYPE_F16 (the backend's own) nor "
+               "FV_DTYPE_F32",
+               (int)dt);
     if (desc)
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < 7; i++)
             FV_REQUIRE(desc->reserved[i] == 0, FV_ERR_BAD_PARAM,
                        "fv_net_create: reserved[%d] must be zero", i);
     fv_net *net = calloc(1, sizeof *net);
@@ -609,7 +614,7 @@ fv_status fv_net_create(fv_context *ctx, const fv_net_builder *b, const fv_net_d
 #else
     net->ops = &fv__net_ops_cpu;
 #endif
-    net->dtype = ctx->backend == FV_BACKEND_CPU ? FV_DTYPE_F32 : FV_DTYPE_F16;
+    net->dtype = ctx->backend == FV_BACKEND_CPU ? FV_DTYPE_F32 : dt;
     net->ntensors = b->ntensors;
     fv_status s = fv__net_builder_clone(b, &net->b);
     fv__obj_internal(1); /* the net's own tensors and conv2d ops */
