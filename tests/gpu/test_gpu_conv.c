@@ -1239,6 +1239,8 @@ int main(void) {
         cmocka_unit_test(stream_capture_replays),
         cmocka_unit_test(bad_input_is_refused),
     };
+    /* FV_TEST_FILTER (e.g. "residual*"): only the tests it matches */
+    if (getenv("FV_TEST_FILTER")) cmocka_set_test_filter(getenv("FV_TEST_FILTER"));
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     fv_context_destroy(cpu);
     fv_context_destroy(gpu);

@@ -55,6 +55,48 @@ static double gpu_vs_cpu(const fv_net_builder *b, uint32_t flags) {
 
 typedef void (*make_fn)(fv_net_builder *b, int x);
 
+/* Fully connected layers: a flatten folded into an fc with ReLU and one
+ * without an activation run on cuBLASLt (path "cublaslt", bias and ReLU in
+ * its epilogue), one with a sigmoid as a convolution; batch 3, odd sizes,
+ * against the CPU. */
+static void test_fc_cublaslt(void **state) {
+    (void)state;
+    fv_net_builder *b;
+    FV_ASSERT_OK(fv_net_builder_create(&b));
+    int x, f, y1, y2, y3;
+    FV_ASSERT_OK(fv_net_add_input(b, "x", 3, 20, 3, 5, &x));
+    FV_ASSERT_OK(fv_net_add_reshape(b, "flatten", x, 3, 300, 1, 1, &f));
+    float *w1 = rnd(37 * 300, -0.1f, 0.1f), *b1 = rnd(37, -1, 1);
+    float *w2 = rnd(13 * 37, -0.3f, 0.3f), *b2 = rnd(13, -1, 1);
+    FV_ASSERT_OK(fv_net_add_fc(b, "fc1", f, 37, w1, b1, FV_ACT_RELU, 0, &y1));
+    FV_ASSERT_OK(fv_net_add_fc(b, "fc2", y1, 13, w2, b2, FV_ACT_IDENTITY, 0, &y2));
+    FV_ASSERT_OK(fv_net_add_fc(b, "fc3", y1, 13, w2, NULL, FV_ACT_SIGMOID, 0, &y3));
+    FV_ASSERT_OK(fv_net_mark_output(b, y2, "y2"));
+    FV_ASSERT_OK(fv_net_mark_output(b, y3, "y3"));
+    double e = gpu_vs_cpu(b, 0);
+    printf("  fc layers: rel L2 %.2e\n", e);
+    assert_true(e < 2e-3);
+    fv_net *net;
+    FV_ASSERT_OK(fv_net_create(g_gpu, b, NULL, &net));
+    fv_net_info info;
+    FV_ASSERT_OK(fv_net_info_get(net, &info));
+    int lt = 0;
+    for (int i = 0; i < info.layers; i++) {
+        fv_net_layer_info li;
+        FV_ASSERT_OK(fv_net_layer_info_get(net, i, &li));
+        printf("  %-8s %-6s %-10s %s\n", li.name, li.op, li.path, li.engine);
+        if (!strcmp(li.op, "fc")) {
+            int want = strcmp(li.name, "fc3") != 0;
+            assert_int_equal(!strcmp(li.path, "cublaslt"), want);
+            lt += want;
+        }
+    }
+    assert_int_equal(lt, 2);
+    fv_net_destroy(net);
+    fv_net_builder_destroy(b);
+    free(w1), free(b1), free(w2), free(b2);
+}
+
 /* fv_net_desc.dtype FV_DTYPE_F32 on CUDA: a softmax over values FP16
  * cannot tell apart (10000..10003 are 8 apart in FP16) is wrong with FP16
  * storage and right with FP32 (against the CPU); pools, an add, a resize
@@ -410,6 +452,7 @@ int main(void) {
         cmocka_unit_test(test_layers),
         cmocka_unit_test(test_residual_graph_compare),
         cmocka_unit_test(test_f32_storage),
+        cmocka_unit_test(test_fc_cublaslt),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     fv_context_destroy(g_gpu);

@@ -325,7 +325,8 @@ typedef struct fv_net_layer_info {
     char name[64];          /* as built (the first of a fused group) */
     char op[24];            /* "conv", "fc", "add", "pool.max", "concat", ... */
     char fused[48];         /* what was folded in: "bn+relu", "" */
-    char path[16];          /* convolutions: fv_conv2d_info.path; else "kernel" or "view" */
+    char path[16];          /* convolutions: fv_conv2d_info.path; fc run by cuBLASLt:
+                               "cublaslt"; else "kernel" or "view" */
     char engine[64];        /* convolutions: fv_conv2d_info.engine */
     int n, c, h, w;         /* output */
     size_t offset;          /* output's offset in the arena; SIZE_MAX when outside it */

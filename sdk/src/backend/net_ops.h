@@ -50,6 +50,8 @@ typedef struct fv__convt_params {
 
 /* Pointers to constant float arrays are backend memory (device on CUDA)
  * the net uploaded at create. */
+typedef struct fv__fc fv__fc; /* a backend's fully connected layer */
+
 typedef struct fv__net_ops {
     /* out = act(in); same shape. */
     fv_status (*act)(fv_context *ctx, const fv__view *in, const fv__view *out, int act, float alpha,
@@ -91,6 +93,17 @@ typedef struct fv__net_ops {
      * (PyTorch's layout), bias K floats or NULL. Output sizes given by out. */
     fv_status (*conv_transpose)(fv_context *ctx, const fv__view *in, const fv__view *out,
                                 const fv__convt_params *p, const float *weights, const float *bias);
+    /* Optional (NULL: fc layers run as convolutions with an H x W kernel).
+     * A fully connected layer: out (n, 1, 1, k) = act(W x + bias) over the
+     * whole of in (a flatten folded in); weights K x C x H x W (PyTorch's
+     * flatten order), bias K floats or NULL. fc_create refuses
+     * (FV_ERR_NOT_SUPPORTED) what it cannot run; the net then uses a
+     * convolution. */
+    fv_status (*fc_create)(fv_context *ctx, const fv__view *in, const fv__view *out, int k,
+                           const float *weights, const float *bias, int act, fv__fc **fc);
+    fv_status (*fc_run)(fv_context *ctx, fv__fc *fc, const fv__view *in, const fv__view *out);
+    void (*fc_destroy)(fv_context *ctx, fv__fc *fc); /* NULL allowed */
+    const char *(*fc_engine)(const fv__fc *fc);      /* for the layer table */
 } fv__net_ops;
 
 extern const fv__net_ops fv__net_ops_cpu;

@@ -371,6 +371,25 @@ static fv_status build_conv(fv_net *net, fv__nlayer *l) {
         fold_bn(bn, wf, bf, b->k, b->nw / (size_t)b->k);
         w = wf, bias = bf;
     }
+    /* an fc the backend runs itself (cuBLASLt on CUDA: bias and ReLU in its
+     * epilogue); what it refuses runs as a convolution */
+    if (b->is_fc && net->ops->fc_create && l->res < 0) {
+        char saved[512];
+        snprintf(saved, sizeof saved, "%s", fv_last_error());
+        fv_status fs = net->ops->fc_create(net->ctx, &x->view, &net->tensors[l->out].view, b->k, w,
+                                           bias, l->act, &l->fc);
+        if (fs == FV_OK) {
+            free(wf), free(bf);
+            return FV_OK;
+        }
+        if (fs != FV_ERR_NOT_SUPPORTED) {
+            free(wf), free(bf);
+            return fs;
+        }
+        fv__log(net->ctx, FV_LOG_DEBUG, "fv_net: fc '%s' runs as a convolution: %s", l->name,
+                fv_last_error());
+        fv__error(FV_OK, "%s", saved);
+    }
     /* fc after a folded flatten: the kernel covers the unflattened input */
     int r = b->r, s_ = b->s;
     if (b->is_fc) r = x->h, s_ = x->w;
@@ -405,6 +424,7 @@ static fv_status build_layer(fv_net *net, fv__nlayer *l) {
     switch (l->kind) {
     case FV__L_CONV:
         FV_TRY(build_conv(net, l));
+        if (l->fc) return FV_OK;
         return fv_conv2d_bind_residual(l->conv, &net->tensors[l->in[0]].tview,
                                        l->res >= 0 ? &net->tensors[l->res].tview : NULL,
                                        &net->tensors[l->out].tview);
@@ -445,6 +465,7 @@ void fv_net_destroy(fv_net *net) {
     if (net->graph) ctx->be->graph_destroy(ctx, net->graph);
     for (int i = 0; i < net->nlayers; i++) {
         fv_conv2d_destroy(net->layers[i].conv);
+        if (net->layers[i].fc) net->ops->fc_destroy(ctx, net->layers[i].fc);
         fv_tensor_destroy(net->layers[i].consts[0]);
         fv_tensor_destroy(net->layers[i].consts[1]);
     }
@@ -534,7 +555,7 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
             s = fv__error_prefix(s, what);
             goto done;
         }
-        net->info.convolutions += l->conv != NULL || l->kind == FV__L_CONVT;
+        net->info.convolutions += l->conv != NULL || l->fc != NULL || l->kind == FV__L_CONVT;
         if (desc && desc->progress)
             desc->progress(i + 1, net->nlayers, l->name, desc->progress_user);
     }
@@ -720,6 +741,9 @@ fv_status fv_net_layer_info_get(const fv_net *net, int i, fv_net_layer_info *out
             snprintf(out->engine, sizeof out->engine, "%s", ci.engine);
             out->workspace_bytes = ci.workspace_bytes;
         }
+    } else if (l->fc) {
+        snprintf(out->path, sizeof out->path, "cublaslt");
+        snprintf(out->engine, sizeof out->engine, "%s", net->ops->fc_engine(l->fc));
     } else {
         snprintf(out->path, sizeof out->path, "%s", l->alias ? "view" : "kernel");
     }

@@ -82,6 +82,7 @@ typedef struct fv__nlayer {
     int out;   /* tensor id written */
     /* conv / fc */
     fv_conv2d *conv;
+    fv__fc *fc; /* an fc the backend runs itself (cuBLASLt), instead of conv */
     /* convt weights, affine/bn vectors: backend memory */
     fv_tensor *consts[2];
     int act;

@@ -32,6 +32,7 @@ fv_status fv__net_run_layer(fv_net *net, int i) {
     const fv__view *in = l->in[0] >= 0 ? &T[l->in[0]].view : NULL;
     switch (l->kind) {
     case FV__L_CONV:
+        if (l->fc) return o->fc_run(ctx, l->fc, in, out);
         return fv_conv2d_forward_residual(l->conv, &T[l->in[0]].tview,
                                           l->res >= 0 ? &T[l->res].tview : NULL, &T[l->out].tview);
     case FV__L_CONVT: {

@@ -85,6 +85,18 @@ static fv_status net_conv_transpose(fv_context *ctx, const fv__view *in, const f
                  "net conv_transpose");
 }
 
+/* cuda_fc.c */
+fv_status fv__cuda_fc_create(fv_context *ctx, const fv__view *in, const fv__view *out, int k,
+                             const float *weights, const float *bias, int act, fv__fc **res);
+fv_status fv__cuda_fc_run(fv_context *ctx, fv__fc *fc, const fv__view *in, const fv__view *out);
+void fv__cuda_fc_destroy(fv_context *ctx, fv__fc *fc);
+const char *fv__cuda_fc_engine(const fv__fc *fc);
+
+static fv_status net_fc_run(fv_context *ctx, fv__fc *fc, const fv__view *in, const fv__view *out) {
+    FV_TRY(fv__cuda_bind(ctx));
+    return named(fv__cuda_fc_run(ctx, fc, in, out), "net fc");
+}
+
 const fv__net_ops fv__net_ops_cuda = {
     .act = net_act,
     .binary = net_binary,
@@ -97,4 +109,8 @@ const fv__net_ops fv__net_ops_cuda = {
     .pad = net_pad,
     .reshape = net_reshape,
     .conv_transpose = net_conv_transpose,
+    .fc_create = fv__cuda_fc_create,
+    .fc_run = net_fc_run,
+    .fc_destroy = fv__cuda_fc_destroy,
+    .fc_engine = fv__cuda_fc_engine,
 };

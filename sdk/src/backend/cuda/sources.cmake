@@ -13,7 +13,8 @@ set(FV_CUDA_SOURCES
   ${_fv_cuda_dir}/kernels/filter_fused.cu
 )
 # fv_net's layer kernels (backend/net_ops.h).
-list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/cuda_net.c ${_fv_cuda_dir}/kernels/net.cu)
+list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/cuda_net.c ${_fv_cuda_dir}/kernels/net.cu
+  ${_fv_cuda_dir}/cuda_fc.c)
 # The vision ops (fovea/preprocess.h, fovea/postprocess.h; backend/vision_ops.h).
 list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/cuda_vision.c ${_fv_cuda_dir}/kernels/vision.cu)
 # Convolution: the cuDNN graph-API engine (legacy API fallback) and its epilogue.
