@@ -33,6 +33,9 @@ pkgs+=(libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python
        python3-torchvision python3-onnx dataset-fashion-mnist)
 # V4L2 against the kernel's vivid driver under qemu (tests/v4l2).
 pkgs+=(qemu-system-x86 busybox-static kmod cpio)
+# The fuzzers (toolchain/fuzz.sh): clang with its libFuzzer and sanitizer
+# runtimes (libclang_rt.fuzzer), which Debian packages apart from clang.
+pkgs+=(clang libclang-rt-dev)
 # The API reference (cmake --build build --target docs) and its test, which
 # fails on any Doxygen warning (ctest api_docs).
 pkgs+=(doxygen)
@@ -52,7 +55,8 @@ installed() {
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   echo "install-deps: not a Debian/Ubuntu system; install these yourself:" \
        "a C11 compiler, CMake >= 3.22, pkg-config, cmocka, libpng, libjpeg(-turbo), zlib," \
-       "python3 with numpy and OpenCV, OpenSSH (client and server), rsync, doxygen" >&2
+       "python3 with numpy and OpenCV, OpenSSH (client and server), rsync, doxygen," \
+       "clang with its libFuzzer runtime (the fuzzers)" >&2
   exit 0
 fi
 

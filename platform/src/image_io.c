@@ -160,6 +160,29 @@ static fv_status unknown_format(const char *path, const unsigned char *buf, size
                      path, head);
 }
 
+fv_status fv__image_decode(const char *path, const unsigned char *buf, size_t size,
+                           fv_pixel_format want, fv_host_image *out) {
+    memset(out, 0, sizeof *out);
+    load_warning[0] = '\0';
+    fv_host_image img;
+    memset(&img, 0, sizeof img);
+    fv_status s;
+    if (size >= 8 && memcmp(buf, png_magic, 8) == 0) {
+        s = fv__png_decode(path, buf, size, want == FV_PIXEL_RGBA32, &img);
+    } else if (size >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff) {
+        s = fv__jpeg_decode(path, buf, size, &img);
+    } else {
+        s = unknown_format(path, buf, size);
+    }
+    if (s == FV_OK && want != 0) s = convert(path, &img, want);
+    if (s != FV_OK) {
+        fv_host_image_free(&img);
+        return s;
+    }
+    *out = img;
+    return FV_OK;
+}
+
 fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_image *out) {
     if (out) memset(out, 0, sizeof *out);
     load_warning[0] = '\0';
@@ -174,23 +197,9 @@ fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_ima
     size_t size;
     fv_status s = read_file(path, &buf, &size);
     if (s != FV_OK) return s;
-    fv_host_image img;
-    memset(&img, 0, sizeof img);
-    if (size >= 8 && memcmp(buf, png_magic, 8) == 0) {
-        s = fv__png_decode(path, buf, size, want == FV_PIXEL_RGBA32, &img);
-    } else if (size >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff) {
-        s = fv__jpeg_decode(path, buf, size, &img);
-    } else {
-        s = unknown_format(path, buf, size);
-    }
+    s = fv__image_decode(path, buf, size, want, out);
     free(buf);
-    if (s == FV_OK && want != 0) s = convert(path, &img, want);
-    if (s != FV_OK) {
-        fv_host_image_free(&img);
-        return s;
-    }
-    *out = img;
-    return FV_OK;
+    return s;
 }
 
 /* ---- saving --------------------------------------------------------------- */

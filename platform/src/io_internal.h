@@ -58,6 +58,22 @@ fv_status fv__source_open_video(fv_source *src, const char *path); /* GStreamer 
 fv_status fv__source_open_image(fv_source *src, const char *path); /* still image or %d sequence */
 fv_status fv__source_open_test(fv_source *src, const char *query);
 
+/* test://'s query, "image=PATH&fps=N&frames=N&items=N&fashion=PATH"
+ * (source_test_query.c). Parses query into buf (bufsize bytes: more than
+ * strlen(query)) and sets the fields of the keys present; the others are
+ * left as they were. image and fashion point into buf and are shorter than
+ * FV__TEST_PATH_MAX. FV_ERR_BAD_PARAM (the message beginning
+ * "source_open: test://: ") for an unknown key, a value out of range or a
+ * query too long for buf. */
+#define FV__TEST_PATH_MAX 4096
+typedef struct fv__test_query {
+    const char *image, *fashion; /* NULL: not given */
+    double rate;                 /* fps=: 0..10000, 0 unpaced */
+    long long frames;            /* frames=: >= 1 */
+    int items;                   /* items=: 0..8 */
+} fv__test_query;
+fv_status fv__test_query_parse(const char *query, fv__test_query *q, char *buf, size_t bufsize);
+
 /* Sink backends; `arg` as above (display: the display index). */
 fv_status fv__sink_open_display(fv_sink *sink, const char *display);
 fv_status fv__sink_open_video(fv_sink *sink, const char *path); /* .mp4 .mkv */

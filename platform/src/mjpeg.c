@@ -7,8 +7,10 @@
  * standard tables of ITU-T T.81 K.3 are implied. libjpeg-turbo fills in the
  * standard tables only where none were ever loaded, so after one frame with
  * its own (e.g. optimized) tables a DHT-less frame would reuse those; IJG
- * libjpeg fails. So a frame without a DHT before its first SOS gets the
- * standard tables installed here. */
+ * libjpeg fails. So every frame starts from the standard tables, installed
+ * here before its headers are read; its own DHT segments replace them. No
+ * table of one frame reaches the next (not even one defined after a scan,
+ * or behind bytes libjpeg skips as extraneous). */
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,28 +117,6 @@ static J_COLOR_SPACE space_of(fv_pixel_format f, int *direct) {
     }
 }
 
-/* 1 if a DHT marker comes before the first SOS (or the headers cannot be
- * walked: libjpeg will say what is wrong). */
-static int has_dht(const unsigned char *p, size_t n) {
-    size_t i = 2; /* after SOI */
-    while (i + 4 <= n) {
-        if (p[i] != 0xff) return 1;
-        unsigned char mk = p[i + 1];
-        if (mk == 0xff) { /* fill byte */
-            i++;
-            continue;
-        }
-        if (mk == 0xc4) return 1;                       /* DHT */
-        if (mk == 0xda) return 0;                       /* SOS */
-        if (mk == 0x01 || (mk >= 0xd0 && mk <= 0xd8)) { /* no length */
-            i += 2;
-            continue;
-        }
-        i += 2 + ((size_t)p[i + 2] << 8 | p[i + 3]);
-    }
-    return 1;
-}
-
 static void install_std_tables(fv__mjpeg *m) {
     for (int k = 0; k < 4; k++) {
         JHUFF_TBL **slot = k & 1 ? &m->d.ac_huff_tbl_ptrs[k >> 1] : &m->d.dc_huff_tbl_ptrs[k >> 1];
@@ -155,7 +135,7 @@ static void install_std_tables(fv__mjpeg *m) {
 /* Decodes into m->out (or m->rgb). 0 on success; else m->msg says why. */
 static int decode_run(fv__mjpeg *m, const unsigned char *data, size_t size) {
     if (setjmp(m->jmp)) return 1;
-    if (!has_dht(data, size)) install_std_tables(m);
+    install_std_tables(m);
     jpeg_mem_src(&m->d, data, (unsigned long)size);
     jpeg_read_header(&m->d, TRUE);
     if ((int)m->d.image_width != m->width || (int)m->d.image_height != m->height) {

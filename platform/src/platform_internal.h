@@ -40,6 +40,14 @@ const char *fv__image_load_warning(void);
  * RGBA32); 0 for the others. */
 size_t fv__image_file_bpp(fv_pixel_format f);
 
+/* fv_image_file_load after the file is read: the size bytes at buf (size
+ * may be 0; not kept) recognised by their magic bytes, decoded and
+ * converted to want (checked by the caller: 0 or a format with
+ * fv__image_file_bpp). path is for messages. *out as fv_image_file_load's;
+ * statuses as its, less FV_ERR_IO and FV_ERR_BAD_PARAM. */
+fv_status fv__image_decode(const char *path, const unsigned char *buf, size_t size,
+                           fv_pixel_format want, fv_host_image *out);
+
 /* Decoders: the whole file is in buf. On success *out owns a dense image in
  * GRAY8 or RGB24 (the file's natural format), or RGBA32 when rgba is
  * nonzero. On failure they record the error (the message begins

@@ -31,11 +31,11 @@ typedef struct test_src {
     int64_t start_ns; /* pacing: when tick 0 was delivered */
     uint64_t dropped; /* skipped under FV_SOURCE_CAPTURE_LATEST */
     int stepx, stepy; /* pan speed, pixels per frame */
-    char photo[4096];
+    char photo[FV__TEST_PATH_MAX];
     /* items=N: Fashion-MNIST items painted on each frame (the canvas then
      * stays RGB24; each window goes through scratch, RGB24, w x h) */
     int nitems;
-    char fashion[4096];
+    char fashion[FV__TEST_PATH_MAX];
     fv__test_items *items;
     fv_image scratch;
 } test_src;
@@ -81,56 +81,6 @@ static void resize_bilinear(const fv_host_image *s, fv_image *d) {
             }
         }
     }
-}
-
-/* Parses "image=PATH&fps=N&frames=N&items=N&fashion=PATH" into t and *image. */
-static fv_status parse_query(const char *query, test_src *t, const char **image, char *buf,
-                             size_t bufsize) {
-    const char *op = "source_open: test://";
-    if (strlen(query) >= bufsize)
-        return fv__error(FV_ERR_BAD_PARAM, "%s: query of %zu characters is too long", op,
-                         strlen(query));
-    strcpy(buf, query);
-    for (char *save = NULL, *kv = strtok_r(buf, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
-        char *eq = strchr(kv, '=');
-        if (!eq)
-            return fv__error(FV_ERR_BAD_PARAM, "%s: '%s' in the query is not key=value", op, kv);
-        *eq = '\0';
-        const char *v = eq + 1;
-        char *end = NULL;
-        errno = 0;
-        if (strcmp(kv, "image") == 0) {
-            if (!*v) return fv__error(FV_ERR_BAD_PARAM, "%s: image= needs a path", op);
-            *image = v;
-        } else if (strcmp(kv, "fps") == 0) {
-            double r = strtod(v, &end);
-            if (!*v || *end || errno || !(r >= 0 && r <= 10000))
-                return fv__error(FV_ERR_BAD_PARAM,
-                                 "%s: fps=%s: must be a number in [0, 10000] (0: unpaced)", op, v);
-            t->rate = r;
-        } else if (strcmp(kv, "frames") == 0) {
-            long long n = strtoll(v, &end, 10);
-            if (!*v || *end || errno || n < 1)
-                return fv__error(FV_ERR_BAD_PARAM, "%s: frames=%s: must be an integer >= 1", op, v);
-            t->frames = n;
-        } else if (strcmp(kv, "items") == 0) {
-            long n = strtol(v, &end, 10);
-            if (!*v || *end || errno || n < 0 || n > 8)
-                return fv__error(FV_ERR_BAD_PARAM, "%s: items=%s: must be an integer 0..8", op, v);
-            t->nitems = (int)n;
-        } else if (strcmp(kv, "fashion") == 0) {
-            if (!*v || strlen(v) >= sizeof t->fashion)
-                return fv__error(FV_ERR_BAD_PARAM, "%s: fashion= needs a path (shorter than %zu)",
-                                 op, sizeof t->fashion);
-            strcpy(t->fashion, v);
-        } else {
-            return fv__error(FV_ERR_BAD_PARAM,
-                             "%s: unknown query key '%s' (known: image, fps, frames, items, "
-                             "fashion)",
-                             op, kv);
-        }
-    }
-    return FV_OK;
 }
 
 /* Sleeps until tick n is due (start + n / rate); FV_ERR_TIMEOUT when that
@@ -304,8 +254,13 @@ fv_status fv__source_open_test(fv_source *src, const char *query) {
     }
     t->rate = d->rate > 0 ? d->rate : DEFAULT_RATE;
     t->frames = -1;
-    const char *image = NULL;
-    fv_status s = parse_query(query, t, &image, qbuf, strlen(query) + 1);
+    fv__test_query q = {.rate = t->rate, .frames = -1};
+    fv_status s = fv__test_query_parse(query, &q, qbuf, strlen(query) + 1);
+    const char *image = q.image;
+    t->rate = q.rate;
+    t->frames = q.frames;
+    t->nitems = q.items;
+    if (q.fashion) strcpy(t->fashion, q.fashion); /* shorter than FV__TEST_PATH_MAX */
     int w = d->width ? d->width : DEFAULT_W, h = d->height ? d->height : DEFAULT_H;
     fv_pixel_format f = d->format ? d->format : FV_PIXEL_RGB24;
     t->yuv = f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY || f == FV_PIXEL_NV12;

@@ -115,6 +115,18 @@ static jpeg_buf strip_dht(const jpeg_buf *j) {
     return o;
 }
 
+/* j with four bytes that are no marker after its first segment (APP0):
+ * libjpeg skips them with a warning ("extraneous bytes before marker"). */
+static jpeg_buf with_junk(const jpeg_buf *j) {
+    size_t first = 4 + ((size_t)j->data[4] << 8 | j->data[5]);
+    jpeg_buf o = {malloc(j->size + 4), j->size + 4};
+    assert_non_null(o.data);
+    memcpy(o.data, j->data, first);
+    memset(o.data + first, 0x1e, 4);
+    memcpy(o.data + first + 4, j->data + first, j->size - first);
+    return o;
+}
+
 typedef struct diff {
     double mad, psnr;
 } diff;
@@ -280,6 +292,12 @@ static void no_huffman_tables(void **state) {
     FV_ASSERT_OK(fv__mjpeg_decode(m, opt.data, opt.size, &img));
     FV_ASSERT_OK(fv__mjpeg_decode(m, bare.data, bare.size, &img));
     assert_memory_equal(img->data, want, bytes);
+    /* nor past bytes that are skipped before a marker */
+    jpeg_buf junk = with_junk(&bare);
+    FV_ASSERT_OK(fv__mjpeg_decode(m, opt.data, opt.size, &img));
+    FV_ASSERT_OK(fv__mjpeg_decode(m, junk.data, junk.size, &img));
+    assert_memory_equal(img->data, want, bytes);
+    free(junk.data);
     /* and a frame with its own tables after that still uses them */
     FV_ASSERT_OK(fv__mjpeg_decode(m, opt.data, opt.size, &img));
     check_close("optimized-table frame", img->data, src, bytes, 4, 28);
