@@ -27,9 +27,10 @@ static void usage(FILE *f) {
         "                        or raw (0..255)\n"
         "  --batch N             N for a model whose batch dimension is symbolic (default 1)\n"
         "  --backend B           auto (default), cuda or cpu\n"
-        "  --autotune            time every convolution's engines (progress on stderr); with\n"
-        "                        --profile, the choices are saved there\n"
-        "  --profile P           device profile (fovea-calibrate, or --autotune) to load\n"
+        "  --autotune            time every convolution's engines (progress on stderr)\n"
+        "  --profile P           device profile to load (fovea-calibrate, or an earlier run);\n"
+        "                        saved back with this run's engine choices and compiled\n"
+        "                        plans, so that the next run starts fast\n"
         "  --cuda-graph          replay the whole inference as one CUDA graph\n"
         "  --layers              per-layer times (median of --runs)\n"
         "  --compare             per-layer error of this backend against the CPU FP32 reference\n"
@@ -174,7 +175,7 @@ static int run(const run_options *o, fv_net_builder *b, const fv_onnx_report *re
         goto done;
     }
     double create_ms = now_ms() - t0;
-    if (o->autotune && o->profile && (s = fv_context_profile_save(ctx, o->profile)) != FV_OK)
+    if (o->profile && (s = fv_context_profile_save(ctx, o->profile)) != FV_OK)
         fprintf(stderr, PROG ": cannot save the profile: %s\n", fv_last_error());
     if (o->json) {
         fprintf(f, "{\"model\":");
