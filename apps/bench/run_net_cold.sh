@@ -8,14 +8,14 @@
 #      written back with them (P1)
 #   2. three new processes: fovea-bench net --profile P1 --cold
 # Usage: apps/bench/run_net_cold.sh OUTDIR [PROFILE|none] [MODEL:BATCH:SIZE]
-#   PROFILE defaults to docs/bench/net_resnet18_b1_autotuned_h100.profile
+#   PROFILE defaults to docs/bench/net_resnet18_b1_autotuned_h200.profile
 #   (made with PyTorch's cuDNN 9.19: another cuDNN ignores it); none: step 1
 #   chooses by heuristics; the case defaults to resnet18:1:224.
 #   FV_BENCH: the fovea-bench to run (default build-torchcudnn's).
 set -uo pipefail
 out=${1:?usage: run_net_cold.sh OUTDIR [PROFILE] [MODEL:BATCH:SIZE]}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-p0=${2:-$root/docs/bench/net_resnet18_b1_autotuned_h100.profile}
+p0=${2:-$root/docs/bench/net_resnet18_b1_autotuned_h200.profile}
 case=${3:-resnet18:1:224}
 IFS=: read -r model batch size <<<"$case"
 bench=${FV_BENCH:-$root/build-torchcudnn/apps/bench/fovea-bench}
