@@ -1,0 +1,173 @@
+/* Several contexts on one GPU, each in its own thread (cuDNN's rule: a handle
+ * per device per thread; fovea's context owns it): every thread creates its
+ * context, a convolution and a residual net, runs them many times and gets
+ * the bytes a single-threaded run got; a thread that destroys its context
+ * early leaves the others running; a device index that does not exist is
+ * refused naming the count. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "fv_test.h"
+
+enum { H = 48, W = 40, C = 32, K = 32, THREADS = 3, ITERS = 200 };
+
+static float *g_x, *g_w, *g_b, *g_w2, *g_fc; /* shared read-only inputs */
+
+/* conv 3x3 + ReLU -> conv 3x3 + residual add + ReLU -> global pool -> fc.
+ * Statuses, not asserts: it runs in the worker threads. */
+static fv_status make_net(fv_net_builder **out) {
+    fv_net_builder *b = NULL;
+    int x, a, c, p, y;
+    fv_status s = fv_net_builder_create(&b);
+    if (s == FV_OK) s = fv_net_add_input(b, "x", 1, C, H, W, &x);
+    if (s == FV_OK)
+        s = fv_net_add_conv(b,
+                            &(fv_net_conv_desc){.name = "c1",
+                                                .k = K,
+                                                .r = 3,
+                                                .s = 3,
+                                                .pad = {1, 1, 1, 1},
+                                                .weights = g_w,
+                                                .bias = g_b,
+                                                .activation = FV_ACT_RELU},
+                            x, &a);
+    if (s == FV_OK)
+        s = fv_net_add_conv(
+            b,
+            &(fv_net_conv_desc){
+                .name = "c2", .k = K, .r = 3, .s = 3, .pad = {1, 1, 1, 1}, .weights = g_w2},
+            a, &c);
+    if (s == FV_OK) s = fv_net_add_binary(b, "add", FV_NET_ADD, c, x, FV_ACT_RELU, 0, &c);
+    if (s == FV_OK) s = fv_net_add_global_pool(b, "gap", c, 1, &p);
+    if (s == FV_OK) s = fv_net_add_fc(b, "fc", p, 10, g_fc, g_b, FV_ACT_IDENTITY, 0, &y);
+    if (s == FV_OK) s = fv_net_mark_output(b, y, "y");
+    if (s != FV_OK) fv_net_builder_destroy(b), b = NULL;
+    *out = b;
+    return s;
+}
+
+typedef struct job {
+    int iters;
+    int ok;        /* every result equal to the reference */
+    char err[256]; /* the first failure */
+    fv_half *conv; /* last conv output, H x W x K */
+    float net[10]; /* last net output */
+} job;
+
+/* One thread's work on its own context. Failures are recorded, not
+ * asserted: cmocka's asserts belong to the main thread. */
+static void *work(void *arg) {
+    job *j = arg;
+    fv_context *ctx = NULL;
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA};
+    fv_conv2d *op = NULL;
+    fv_tensor *tx = NULL, *ty = NULL;
+    fv_net_builder *b = NULL;
+    fv_net *net = NULL;
+    fv_half *hx = malloc(sizeof(fv_half) * H * W * C);
+    j->conv = malloc(sizeof(fv_half) * H * W * K);
+    fv_status s = fv_context_create(&cd, &ctx);
+    fv_conv2d_desc d = {.h = H,
+                        .w = W,
+                        .c = C,
+                        .k = K,
+                        .r = 3,
+                        .s = 3,
+                        .pad_h = 1,
+                        .pad_w = 1,
+                        .activation = FV_ACT_RELU,
+                        .weights = g_w,
+                        .bias = g_b};
+    if (s == FV_OK) s = fv_conv2d_create(ctx, &d, &op);
+    fv_tensor_desc td = {.h = H, .w = W, .c = C};
+    if (s == FV_OK) s = fv_tensor_create(ctx, &td, &tx);
+    td.c = K;
+    if (s == FV_OK) s = fv_tensor_create(ctx, &td, &ty);
+    if (s == FV_OK) {
+        fv_f32_to_f16_n(g_x, hx, (size_t)H * W * C);
+        s = fv_tensor_upload(ctx, tx, hx, sizeof(fv_half) * H * W * C);
+    }
+    if (s == FV_OK) s = make_net(&b);
+    if (s == FV_OK) s = fv_net_create(ctx, b, &(fv_net_desc){.flags = FV_NET_CUDA_GRAPH}, &net);
+    if (s == FV_OK) s = fv_net_input_upload(net, 0, g_x, (size_t)H * W * C);
+    for (int i = 0; s == FV_OK && i < j->iters; i++) {
+        s = fv_conv2d_forward(op, tx, ty);
+        if (s == FV_OK) s = fv_net_forward(net);
+    }
+    if (s == FV_OK) s = fv_tensor_download(ctx, ty, j->conv, sizeof(fv_half) * H * W * K);
+    if (s == FV_OK) s = fv_net_output_download(net, 0, j->net, 10);
+    if (s == FV_OK) s = fv_context_synchronize(ctx);
+    if (s != FV_OK) snprintf(j->err, sizeof j->err, "%s: %s", fv_status_name(s), fv_last_error());
+    j->ok = s == FV_OK;
+    fv_net_destroy(net);
+    fv_net_builder_destroy(b);
+    fv_tensor_destroy(tx), fv_tensor_destroy(ty);
+    fv_conv2d_destroy(op);
+    if (ctx && fv_context_destroy(ctx) != FV_OK && j->ok) {
+        snprintf(j->err, sizeof j->err, "context destroy: %s", fv_last_error());
+        j->ok = 0;
+    }
+    free(hx);
+    return NULL;
+}
+
+static void contexts_in_threads_match_one_thread(void **state) {
+    (void)state;
+    fv_test_seed(1234);
+    g_x = malloc(sizeof(float) * H * W * C);
+    g_w = malloc(sizeof(float) * K * C * 9);
+    g_w2 = malloc(sizeof(float) * K * K * 9);
+    g_fc = malloc(sizeof(float) * 10 * K);
+    g_b = malloc(sizeof(float) * K);
+    fv_test_fill_uniform(g_x, (size_t)H * W * C, -1, 1);
+    fv_test_fill_uniform(g_w, (size_t)K * C * 9, -0.2f, 0.2f);
+    fv_test_fill_uniform(g_w2, (size_t)K * K * 9, -0.2f, 0.2f);
+    fv_test_fill_uniform(g_fc, (size_t)10 * K, -0.5f, 0.5f);
+    fv_test_fill_uniform(g_b, K, -0.5f, 0.5f);
+    /* the reference: one thread alone */
+    job ref = {.iters = 3};
+    work(&ref);
+    if (!ref.ok) fail_msg("single thread: %s", ref.err);
+    /* THREADS at once; the first stops (and destroys its context) early */
+    job jobs[THREADS];
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        memset(&jobs[t], 0, sizeof jobs[t]);
+        jobs[t].iters = t == 0 ? 5 : ITERS;
+        assert_int_equal(pthread_create(&th[t], NULL, work, &jobs[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++)
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+    for (int t = 0; t < THREADS; t++) {
+        if (!jobs[t].ok) fail_msg("thread %d: %s", t, jobs[t].err);
+        if (memcmp(jobs[t].conv, ref.conv, sizeof(fv_half) * H * W * K) != 0)
+            fail_msg("thread %d: the convolution's bytes differ from the single-threaded run", t);
+        if (memcmp(jobs[t].net, ref.net, sizeof ref.net) != 0)
+            fail_msg("thread %d: the net's output differs from the single-threaded run", t);
+        free(jobs[t].conv);
+    }
+    printf("  %d contexts in %d threads, %d iterations each: byte-identical to one thread\n",
+           THREADS, THREADS, ITERS);
+    free(ref.conv);
+    free(g_x), free(g_w), free(g_w2), free(g_fc), free(g_b);
+}
+
+static void missing_device_is_refused(void **state) {
+    (void)state;
+    fv_context *ctx = NULL;
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .device = 255};
+    FV_ASSERT_STATUS(fv_context_create(&cd, &ctx), FV_ERR_NO_DEVICE, "does not exist");
+    assert_null(ctx);
+    assert_non_null(strstr(fv_last_error(), "found"));
+}
+
+int main(void) {
+    fv_context *probe = fv_test_gpu_context_or_skip();
+    fv_context_destroy(probe);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(contexts_in_threads_match_one_thread),
+        cmocka_unit_test(missing_device_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
