@@ -301,6 +301,8 @@ int main(int argc, char **argv) {
     fv_status s = fv_image_file_load(input, FV_PIXEL_RGB24, &src);
     double load_ms = now_ms() - t0;
     if (s != FV_OK) return fail("loading the input", s, fv_last_error());
+    if (*fv_image_file_load_warning())
+        fprintf(stderr, "fovea-laplacian: warning: %s: %s\n", input, fv_image_file_load_warning());
     int w = src.width, h = src.height;
     printf("input:        %s (%dx%d)\n", input, w, h);
 

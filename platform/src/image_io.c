@@ -129,6 +129,10 @@ const char *fv__image_load_warning(void) {
     return load_warning;
 }
 
+const char *fv_image_file_load_warning(void) {
+    return load_warning;
+}
+
 static const unsigned char png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
 /* Neither magic: a damaged PNG signature (most of it there) is named as
@@ -199,6 +203,7 @@ fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_ima
     if (s != FV_OK) return s;
     s = fv__image_decode(path, buf, size, want, out);
     free(buf);
+    if (s != FV_OK) load_warning[0] = '\0'; /* the error says what was wrong */
     return s;
 }
 

@@ -485,6 +485,37 @@ static void malformed(void **state) {
                      "character device");
 }
 
+/* A JPEG with stray bytes before a marker decodes (as libjpeg does) and
+ * fv_image_file_load_warning says what was read past; a clean file and a
+ * failed load leave it empty. */
+static void jpeg_damage_warned(void **state) {
+    (void)state;
+    fv_host_image img = {0};
+    FV_ASSERT_OK(fv_image_file_load(fv_test_data_path("rocket.jpg"), 0, &img));
+    assert_string_equal(fv_image_file_load_warning(), "");
+    fv_host_image_free(&img);
+    FILE *in = fopen(fv_test_data_path("rocket.jpg"), "rb");
+    assert_non_null(in);
+    static unsigned char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 3, in);
+    fclose(in);
+    size_t at = 4 + ((size_t)buf[4] << 8 | buf[5]); /* after the first segment */
+    assert_true(at + 2 < n && buf[at] == 0xff);
+    memmove(buf + at + 3, buf + at, n - at);
+    buf[at] = 0x11, buf[at + 1] = 0x22, buf[at + 2] = 0x33;
+    const char *path = tmp_path("stray.jpg");
+    FILE *out = fopen(path, "wb");
+    assert_non_null(out);
+    assert_int_equal(fwrite(buf, 1, n + 3, out), n + 3);
+    fclose(out);
+    FV_ASSERT_OK(fv_image_file_load(path, 0, &img));
+    assert_non_null(strstr(fv_image_file_load_warning(), "extraneous"));
+    fv_host_image_free(&img);
+    assert_int_not_equal(fv_image_file_load("/nonexistent.jpg", 0, &img), FV_OK);
+    assert_string_equal(fv_image_file_load_warning(), "");
+    unlink(path);
+}
+
 static void bad_params(void **state) {
     fv_host_image im;
     const char *ok = fv_test_data_path("astronaut.png");
@@ -687,6 +718,7 @@ int main(void) {
         cmocka_unit_test(png_variants),
         cmocka_unit_test(malformed),
         cmocka_unit_test(bad_params),
+        cmocka_unit_test(jpeg_damage_warned),
         cmocka_unit_test(failed_save),
         cmocka_unit_test(stale_temporaries_removed),
         cmocka_unit_test(temporaries_removed_on_signal),

@@ -60,6 +60,13 @@ static inline fv_image fv_host_image_view(const fv_host_image *img) {
  * FV_ERR_OUT_OF_MEMORY. */
 fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_image *out);
 
+/* What the last fv_image_file_load on this thread read past: libjpeg's
+ * recoverable damage (e.g. "Corrupt JPEG data: 3 extraneous bytes before
+ * marker 0xdb"), decoded anyway as libjpeg does; "" when the file read
+ * cleanly or the load failed. Never NULL; valid until the next load on this
+ * thread. fovea prints nothing: a program shows it as a warning. */
+const char *fv_image_file_load_warning(void);
+
 /* Options of fv_image_file_save; NULL or zero fields mean the defaults. */
 typedef struct fv_image_save_desc {
     int jpeg_quality;     /* 1..100; 0 means 90. Ignored for PNG. */
