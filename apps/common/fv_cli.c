@@ -72,6 +72,30 @@ int fv_cli_backend(const char *v, fv_backend *out) {
     return 0;
 }
 
+int fv_cli_device(const char *prog, const char *v, int *out) {
+    long d;
+    /* digits only: strtol would also take " 3", "+3" and "-0" */
+    if (v[0] >= '0' && v[0] <= '9' && fv_cli_long(v, 0, FV_CLI_MAX_DEVICE, &d) == 0) {
+        *out = (int)d;
+        return 0;
+    }
+    fprintf(stderr, "%s: --device %s: give a CUDA device index, a whole number from 0 to %d\n",
+            prog, v, FV_CLI_MAX_DEVICE);
+    return -1;
+}
+
+int fv_cli_device_backend(const char *prog, int device, int device_given, fv_backend *backend) {
+    if (*backend == FV_BACKEND_CPU && device != 0) {
+        fprintf(stderr,
+                "%s: --device %d: the CPU backend has no devices (drop --device, or use "
+                "--backend cuda)\n",
+                prog, device);
+        return -1;
+    }
+    if (*backend == FV_BACKEND_AUTO && device_given) *backend = FV_BACKEND_CUDA;
+    return 0;
+}
+
 int fv_cli_filter_kind(const char *v, fv_filter_kind *out) {
     static const fv_filter_kind kinds[] = {FV_FILTER_LAPLACIAN, FV_FILTER_SOBEL, FV_FILTER_SCHARR,
                                            FV_FILTER_PREWITT, FV_FILTER_CUSTOM};

@@ -1,5 +1,6 @@
 /* fv_cli: option parsing shared by fovea's command-line programs
- * (fovea-edge, fovea-laplacian, fovea-regress, fovea-calibrate).
+ * (fovea-edge, fovea-infer, fovea-run, fovea-laplacian, fovea-regress,
+ * fovea-calibrate).
  *
  * App-side code, not SDK: the functions documented as printing write one
  * usage-error line to stderr, "PROG: ...", and the caller decides the exit
@@ -40,6 +41,25 @@ int fv_cli_parse_num(const char *prog, const char *name, const char *v, double l
 
 /* "auto", "cpu" or "cuda" (exact, lower case). Prints nothing. */
 int fv_cli_backend(const char *v, fv_backend *out);
+
+/* Highest CUDA device index the --device option takes. */
+#define FV_CLI_MAX_DEVICE 255
+
+/* A CUDA device index (the --device option): the whole of v as a base-10
+ * integer from 0 to FV_CLI_MAX_DEVICE, digits only: "-1", "+1", " 1", "x",
+ * "1.5", "999" and "" are refused. On failure prints "PROG: --device V: give
+ * a CUDA device index, a whole number from 0 to 255". */
+int fv_cli_device(const char *prog, const char *v, int *out);
+
+/* --backend and --device together, once all options are read (device_given:
+ * --device was on the command line). CPU with a device other than 0 is
+ * refused, printing "PROG: --device N: the CPU backend has no devices (drop
+ * --device, or use --backend cuda)"; CPU with device 0 is accepted (the
+ * device is ignored). AUTO with device_given becomes CUDA: a device that was
+ * named is used, or fv_context_create fails with FV_ERR_NO_DEVICE ("CUDA
+ * device 7 does not exist (1 device found)", or no GPU at all); it is never
+ * quietly replaced by the CPU. CUDA is left as it is. */
+int fv_cli_device_backend(const char *prog, int device, int device_given, fv_backend *backend);
 
 /* A filter name as fv_filter_kind_name() spells it: "laplacian", "sobel",
  * "scharr", "prewitt" or "custom". Prints nothing. */

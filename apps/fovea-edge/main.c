@@ -25,6 +25,7 @@ typedef struct options {
     const char *input, *output;
     int input_given, output_given;
     fv_backend backend;
+    int device, device_given;
     fv_filter_desc filter;
     float kernel[FV_FILTER_MAX_KERNEL * FV_FILTER_MAX_KERNEL];
     int width, height;
@@ -102,6 +103,8 @@ static void usage(FILE *f) {
         "  --reconnect         cameras: wait for a camera that vanished to come back\n"
         "Run:\n"
         "  --backend B         auto (default: GPU when usable), cuda or cpu\n"
+        "  --device N          CUDA device index (default 0); naming one asks for the CUDA\n"
+        "                      backend, with no CPU fallback (--backend cpu: only 0)\n"
         "  --frames N          stop after N frames    --duration S   stop after S seconds\n"
         "  --slots N           frames in flight (default 3; 1..16)\n"
         "  --low-latency       newest camera frame only, one frame in flight (drops stale)\n"
@@ -179,6 +182,9 @@ static int parse(int argc, char **argv, options *o) {
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--backend", &bad))) {
             if (fv_cli_backend(v, &o->backend))
                 return fail_usage("--backend %s%s: use auto, cuda or cpu", v, "");
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--device", &bad))) {
+            if (fv_cli_device(PROG, v, &o->device)) return 2;
+            o->device_given = 1;
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--filter", &bad))) {
             fv_filter_kind k;
             if (fv_cli_filter_kind(v, &k))
@@ -278,6 +284,7 @@ static int parse(int argc, char **argv, options *o) {
     if (kind == FV_FILTER_CUSTOM && !o->filter.kernel)
         return fail_usage("--filter custom needs --kernel \"R,C:V,V,...\"%s%s", "", "");
     if (kind >= 0) o->filter.kind = (fv_filter_kind)kind;
+    if (fv_cli_device_backend(PROG, o->device, o->device_given, &o->backend)) return 2;
     return 0;
 }
 
@@ -434,6 +441,14 @@ static void log_cb(fv_log_level level, const char *msg, void *user) {
     if (level <= FV_LOG_WARN || !o->quiet) fprintf(stderr, PROG ": %s\n", msg);
 }
 
+static void context_failed(const options *o) {
+    if (o->backend == FV_BACKEND_CUDA)
+        fprintf(stderr, PROG ": cannot create the context on CUDA device %d: %s\n", o->device,
+                fv_last_error());
+    else
+        fprintf(stderr, PROG ": cannot create the context: %s\n", fv_last_error());
+}
+
 static int run(options *o) {
     catch_stop_signals();
     int no_args = !o->input_given && !o->output_given;
@@ -474,6 +489,7 @@ static int run(options *o) {
     fv_context_desc cd = {.device_pool_bytes = dev > 256 * mib ? dev : 256 * mib,
                           .pinned_pool_bytes = pin > 64 * mib ? pin : 64 * mib,
                           .backend = o->backend,
+                          .device = o->device,
                           .memory_policy = o->memory,
                           .profile_path = o->profile,
                           .log = log_cb,
@@ -481,7 +497,7 @@ static int run(options *o) {
                           .log_level = FV_LOG_WARN};
     fv_context *ctx = NULL;
     if (fv_context_create(&cd, &ctx) != FV_OK) {
-        fprintf(stderr, PROG ": cannot create the context: %s\n", fv_last_error());
+        context_failed(o);
         fv_source_close(src);
         return 1;
     }
@@ -493,7 +509,7 @@ static int run(options *o) {
         ctx = NULL;
         cd.mapped_pool_bytes = pin;
         if (fv_context_create(&cd, &ctx) != FV_OK) {
-            fprintf(stderr, PROG ": cannot create the context: %s\n", fv_last_error());
+            context_failed(o);
             fv_source_close(src);
             return 1;
         }
@@ -564,13 +580,18 @@ static int run(options *o) {
         return 1;
     }
 
+    char on[192];
+    if (ci.backend == FV_BACKEND_CUDA)
+        snprintf(on, sizeof on, "%s (CUDA device %d)", ci.device_name, ci.device_index);
+    else
+        snprintf(on, sizeof on, "%s",
+                 ci.device_name[0] ? ci.device_name : fv_backend_name(ci.backend));
     if (!o->json)
         fprintf(stderr,
                 PROG ": %s %s (%s) %dx%d %s%s -> %s on %s [%s%s] -> %s %s (%s)%s%s\n"
                      "  %d slot%s in flight, %s memory%s%s\n",
                 si.kind, si.name, si.detail, si.width, si.height, fv_pixel_format_name(si.format),
-                si.rate > 0 ? "" : " unpaced", fv_filter_kind_name(o->filter.kind),
-                ci.device_name[0] ? ci.device_name : fv_backend_name(ci.backend), fi.path,
+                si.rate > 0 ? "" : " unpaced", fv_filter_kind_name(o->filter.kind), on, fi.path,
                 pi.cuda_graph ? ", CUDA graphs" : "", ki.kind, ki.name, ki.detail,
                 why[0] ? "\n  output chosen: " : "", why, pi.slots, pi.slots == 1 ? "" : "s",
                 ci.backend != FV_BACKEND_CUDA             ? "host"
@@ -690,12 +711,13 @@ static int run(options *o) {
     long fo = t.frames_out ? t.frames_out : 1;
     if (o->json) {
         printf("{\"type\":\"summary\",\"input\":\"%s\",\"output\":\"%s\",\"device\":\"%s\","
-               "\"backend\":\"%s\",\"filter\":\"%s\",\"path\":\"%s\",\"width\":%d,\"height\":%d,"
+               "\"device_index\":%d,\"backend\":\"%s\",\"filter\":\"%s\",\"path\":\"%s\",\"width\":"
+               "%d,\"height\":%d,"
                "\"frames_in\":%ld,\"frames_out\":%ld,\"seconds\":%.3f,\"fps\":%.2f,"
                "\"latency_ms_p50\":%.3f,\"latency_ms_p99\":%.3f,\"upload_ms\":%.4f,"
                "\"filter_ms\":%.4f,\"download_ms\":%.4f,\"gpu_ms\":%.4f,\"dropped\":%llu,"
                "\"slots\":%d,\"cuda_graph\":%d,\"end\":\"%s\",\"ok\":%s}\n",
-               si.kind, ki.kind, ci.device_name, fv_backend_name(ci.backend),
+               si.kind, ki.kind, ci.device_name, ci.device_index, fv_backend_name(ci.backend),
                fv_filter_kind_name(o->filter.kind), fi.path, si.width, si.height, t.frames_in,
                t.frames_out, secs, t.frames_out / secs, p50, p99, t.up / fo, t.filt / fo,
                t.down / fo, t.gpu / fo, (unsigned long long)dropped, pi.slots, pi.cuda_graph,

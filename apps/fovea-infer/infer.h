@@ -41,6 +41,7 @@ typedef struct options {
     double rate;
     fv_pixel_format in_format;
     fv_backend backend;
+    int device, device_given; /* CUDA device index; given: --device was passed */
     fv_resize_fit fit;
     int top;       /* classes shown per camera */
     float alpha;   /* segmentation overlay opacity */

@@ -59,6 +59,8 @@ static void usage(FILE *f) {
         "  --wait-ms MS        longest a batch waits for the slower cameras (default 50)\n"
         "Run:\n"
         "  --backend B         auto (default: GPU when usable), cuda or cpu\n"
+        "  --device N          CUDA device index (default 0); naming one asks for the CUDA\n"
+        "                      backend, with no CPU fallback (--backend cpu: only 0)\n"
         "  --frames N          stop after N batches    --duration S   stop after S seconds\n"
         "  --cuda-graph        replay the net as one CUDA graph\n"
         "  --low-latency       one batch in flight (no overlap of the GPU with the outputs)\n"
@@ -198,6 +200,9 @@ static int parse(int argc, char **argv, options *o) {
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--backend", &bad))) {
             if (fv_cli_backend(v, &o->backend))
                 return fail_usage("--backend %s: use auto, cuda or cpu", v);
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--device", &bad))) {
+            if (fv_cli_device(PROG, v, &o->device)) return 2;
+            o->device_given = 1;
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--fit", &bad))) {
             if (!strcmp(v, "stretch"))
                 o->fit = FV_RESIZE_STRETCH;
@@ -262,6 +267,7 @@ static int parse(int argc, char **argv, options *o) {
     if (o->batch && o->batch < o->ninputs)
         return fail_usage("--batch %d is smaller than the number of inputs (%d)", o->batch,
                           o->ninputs);
+    if (fv_cli_device_backend(PROG, o->device, o->device_given, &o->backend)) return 2;
     if (!o->model) o->model = model_default_path();
     return 0;
 }
@@ -274,6 +280,14 @@ static void log_cb(fv_log_level level, const char *msg, void *user) {
 static size_t file_bytes(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 ? (size_t)st.st_size : 0;
+}
+
+static void context_failed(const options *o) {
+    if (o->backend == FV_BACKEND_CUDA)
+        fprintf(stderr, PROG ": cannot create the context on CUDA device %d: %s\n", o->device,
+                fv_last_error());
+    else
+        fprintf(stderr, PROG ": cannot create the context: %s\n", fv_last_error());
 }
 
 /* The context, its pools sized for the cameras' frames and the model. */
@@ -291,6 +305,7 @@ static fv_context *make_context(const options *o, const camera *cams, int n) {
     size_t dev = frames + outs + conv + 2 * weights + 512 * mib;
     size_t pin = frames + outs + 16 * mib, host = 2 * weights + 64 * mib;
     fv_context_desc cd = {.backend = o->backend,
+                          .device = o->device,
                           .device_pool_bytes = dev,
                           .pinned_pool_bytes = pin,
                           .host_pool_bytes = host,
@@ -300,7 +315,7 @@ static fv_context *make_context(const options *o, const camera *cams, int n) {
                           .log_level = FV_LOG_WARN};
     fv_context *ctx = NULL;
     if (fv_context_create(&cd, &ctx) != FV_OK) {
-        fprintf(stderr, PROG ": cannot create the context: %s\n", fv_last_error());
+        context_failed(o);
         return NULL;
     }
     fv_context_info ci;
@@ -311,7 +326,7 @@ static fv_context *make_context(const options *o, const camera *cams, int n) {
         ctx = NULL;
         cd.mapped_pool_bytes = pin;
         if (fv_context_create(&cd, &ctx) != FV_OK) {
-            fprintf(stderr, PROG ": cannot create the context: %s\n", fv_last_error());
+            context_failed(o);
             return NULL;
         }
     }
@@ -388,9 +403,14 @@ static long carve_outs(fv_context *ctx) {
 static void print_setup(const app *a) {
     const options *o = a->o;
     const model *m = a->m;
+    char on[192];
+    if (a->ci.backend == FV_BACKEND_CUDA)
+        snprintf(on, sizeof on, "%s (CUDA device %d)", a->ci.device_name, a->ci.device_index);
+    else
+        snprintf(on, sizeof on, "%s",
+                 a->ci.device_name[0] ? a->ci.device_name : fv_backend_name(a->ci.backend));
     fprintf(stderr, PROG ": %s (%s) on %s: %s\n", o->model,
-            m->task == TASK_CLASSIFY ? "classification" : "segmentation",
-            a->ci.device_name[0] ? a->ci.device_name : fv_backend_name(a->ci.backend), m->desc);
+            m->task == TASK_CLASSIFY ? "classification" : "segmentation", on, m->desc);
     for (int i = 0; i < a->n; i++) {
         const camera *c = &a->cams[i];
         fprintf(stderr, "  [%d] %s %s (%s) %dx%d %s%s -> item %d, %s %dx%d at (%d, %d) -> %s\n", i,

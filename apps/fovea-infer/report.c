@@ -136,11 +136,11 @@ void report_summary(const options *o, const model *m, camera *cams, int n, stats
         json_string(stdout, o->model);
         printf(",\"task\":\"%s\",\"device\":", m->task == TASK_CLASSIFY ? "classify" : "segment");
         json_string(stdout, ci->device_name);
-        printf(",\"backend\":\"%s\",\"batch\":%d,\"input_width\":%d,\"input_height\":%d,"
-               "\"batches\":%ld,\"seconds\":%.3f,\"fps\":%.2f,\"latency_ms_p50\":%.3f,"
-               "\"latency_ms_p99\":%.3f",
-               fv_backend_name(ci->backend), m->n, m->w, m->h, s->ticks, secs, s->ticks / secs, p50,
-               p99);
+        printf(",\"device_index\":%d,\"backend\":\"%s\",\"batch\":%d,\"input_width\":%d,"
+               "\"input_height\":%d,\"batches\":%ld,\"seconds\":%.3f,\"fps\":%.2f,"
+               "\"latency_ms_p50\":%.3f,\"latency_ms_p99\":%.3f",
+               ci->device_index, fv_backend_name(ci->backend), m->n, m->w, m->h, s->ticks, secs,
+               s->ticks / secs, p50, p99);
         for (int i = 0; i < 5; i++)
             printf(",\"%s_ms\":%.4f", stage_names[i], s->stage[i] / tk);
         printf(",\"pool_carve_outs_while_running\":%ld,\"cameras\":[", allocs);

@@ -45,14 +45,17 @@ static void usage(FILE *f) {
             "  --golden DIR    the golden references and cases.txt (default:\n"
             "                  share/fovea/golden of the install)\n"
             "  --backend B     auto (default: CUDA when usable), cuda, or cpu\n"
-            "  --device N      CUDA device index (default 0)\n"
+            "  --device N      CUDA device index (default 0); naming one asks for the CUDA\n"
+            "                  backend, with no CPU fallback (--backend cpu: only 0)\n"
             "  --quick         fewer ops and golden cases, shorter timing\n"
             "Exit status: 0 all passed (SKIP lines allowed), 1 something failed, 2 bad\n"
-            "arguments. Without a GPU the GPU is not tested: SKIP lines, exit 0.\n");
+            "arguments. Without a GPU (and no --device) the GPU is not tested: SKIP lines,\n"
+            "exit 0.\n");
 }
 
 /* 0 ok, 1 --help, 2 bad arguments (message printed). */
 static int parse_args(int argc, char **argv, options *o) {
+    int device_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int takes = strcmp(a, "--profile") == 0 || strcmp(a, "--margin") == 0 ||
@@ -90,17 +93,14 @@ static int parse_args(int argc, char **argv, options *o) {
                 return 2;
             }
         } else if (strcmp(a, "--device") == 0) {
-            long d;
-            if (fv_cli_long(v, 0, 255, &d)) {
-                fprintf(stderr, "fovea-regress: --device '%s': an index from 0 to 255\n", v);
-                return 2;
-            }
-            o->device = (int)d;
+            if (fv_cli_device("fovea-regress", v, &o->device)) return 2;
+            device_given = 1;
         } else if (fv_cli_backend(v, &o->backend)) {
             fprintf(stderr, "fovea-regress: --backend '%s': auto, cuda or cpu\n", v);
             return 2;
         }
     }
+    if (fv_cli_device_backend("fovea-regress", o->device, device_given, &o->backend)) return 2;
     return 0;
 }
 
@@ -211,8 +211,10 @@ int main(int argc, char **argv) {
     fv_status s = fv_context_create(&cd, &ctx);
     if (s == FV_OK) s = fv_context_info_get(ctx, &info);
     if (s != FV_OK) {
-        rg_add(&r, "context", "create", RG_FAIL, NAN, NAN, "", "%s backend: %s: %s",
-               fv_backend_name(o.backend), fv_status_name(s), fv_last_error());
+        char dev[48] = "";
+        if (o.backend != FV_BACKEND_CPU) snprintf(dev, sizeof dev, " (CUDA device %d)", o.device);
+        rg_add(&r, "context", "create", RG_FAIL, NAN, NAN, "", "%s backend%s: %s: %s",
+               fv_backend_name(o.backend), dev, fv_status_name(s), fv_last_error());
     } else {
         context_section(&r, &info);
         s = fv_context_create(&rd, &ref);

@@ -63,6 +63,18 @@ elseif(MODE STREQUAL "bad_args")
   run(2 "--backend 'gpu'" --backend gpu)
   run(2 "--json needs a value" --json)
   run(0 "--profile PATH" --help)
+  run(2 "--device x: give a CUDA device index" --device x)
+  run(2 "--device 999: give a CUDA device index" --device 999)
+  run(2 "the CPU backend has no devices" --backend cpu --device 1)
+  # Device 7: missing here, the context check fails naming it (exit 1). A host
+  # with 8 GPUs or more runs on it (exit 0) and the context line names it.
+  execute_process(COMMAND ${EMULATOR} ${TOOL} --backend cuda --device 7 --quick
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(FIND "${out}${err}" "CUDA device 7" at)
+  if(NOT (rc STREQUAL "0" OR rc STREQUAL "1") OR at EQUAL -1)
+    message(FATAL_ERROR "fovea-regress --backend cuda --device 7: exit ${rc}\n${out}${err}")
+  endif()
+  message(STATUS "ok: exit ${rc}: --backend cuda --device 7")
 elseif(MODE STREQUAL "corrupt_profile")
   file(WRITE ${WORK}/bad.profile "fovea-profile 1\ndevice X\nsm 90\ncudnn 1\nconv garbage\n")
   run(1 "malformed conv line" --backend cpu --quick --profile ${WORK}/bad.profile

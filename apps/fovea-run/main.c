@@ -27,6 +27,8 @@ static void usage(FILE *f) {
         "                        or raw (0..255)\n"
         "  --batch N             N for a model whose batch dimension is symbolic (default 1)\n"
         "  --backend B           auto (default), cuda or cpu\n"
+        "  --device N            CUDA device index (default 0); naming one asks for the CUDA\n"
+        "                        backend, with no CPU fallback (--backend cpu: only 0)\n"
         "  --autotune            time every convolution's engines (progress on stderr)\n"
         "  --profile P           device profile to load (fovea-calibrate, or an earlier run);\n"
         "                        saved back with this run's engine choices and compiled\n"
@@ -71,6 +73,9 @@ static int parse(int argc, char **argv, run_options *o) {
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--backend", &bad))) {
             if (fv_cli_backend(v, &o->backend))
                 return fail_usage("--backend: use auto, cuda or cpu, not ", v);
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--device", &bad))) {
+            if (fv_cli_device(PROG, v, &o->device)) return 2;
+            o->device_given = 1;
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--profile", &bad))) {
             o->profile = v;
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--norm", &bad))) {
@@ -120,6 +125,7 @@ static int parse(int argc, char **argv, run_options *o) {
         if (bad) return 2;
     }
     if (!o->model) return fail_usage("give a model (MODEL.onnx)", NULL);
+    if (fv_cli_device_backend(PROG, o->device, o->device_given, &o->backend)) return 2;
     return 0;
 }
 
@@ -154,15 +160,24 @@ static int fail(const char *what, fv_status s, const char *msg) {
 
 static int run(const run_options *o, fv_net_builder *b, const fv_onnx_report *rep, double load_ms) {
     FILE *f = stdout;
-    fv_context_desc cd = {
-        .backend = o->backend, .profile_path = o->profile, .device_pool_bytes = (size_t)1 << 30};
+    fv_context_desc cd = {.backend = o->backend,
+                          .device = o->device,
+                          .profile_path = o->profile,
+                          .device_pool_bytes = (size_t)1 << 30};
     fv_context *ctx = NULL, *cpu = NULL;
     fv_net *net = NULL, *ref = NULL;
     float *in = NULL, *ms = NULL;
     fv_net_layer_error *err = NULL;
     int rc = 1;
     fv_status s = fv_context_create(&cd, &ctx);
-    if (s != FV_OK) return fail("context", s, fv_last_error());
+    if (s != FV_OK) {
+        char what[48];
+        if (o->backend == FV_BACKEND_CUDA)
+            snprintf(what, sizeof what, "context on CUDA device %d", o->device);
+        else
+            snprintf(what, sizeof what, "context");
+        return fail(what, s, fv_last_error());
+    }
     fv_context_info ci;
     fv_context_info_get(ctx, &ci);
     fv_net_desc nd = {.flags = (o->autotune ? FV_NET_AUTOTUNE : 0u) |
@@ -185,17 +200,21 @@ static int run(const run_options *o, fv_net_builder *b, const fv_onnx_report *re
         fprintf(f, ",\"opset\":%lld,\"backend\":\"%s\",\"device\":", (long long)rep->opset,
                 ci.backend_name);
         run_json_string(f, ci.device_name);
+        fprintf(f, ",\"device_index\":%d", ci.device_index);
         fprintf(f,
                 ",\"import\":{\"nodes\":%d,\"folded\":%d,\"removed\":%d,\"fused\":%d,"
                 "\"builder_layers\":%d},\"load_ms\":%.3f,\"create_ms\":%.3f",
                 rep->nodes, rep->folded, rep->removed, rep->fused, rep->layers, load_ms, create_ms);
     } else {
+        char dev[32] = "";
+        if (ci.backend == FV_BACKEND_CUDA)
+            snprintf(dev, sizeof dev, ", CUDA device %d", ci.device_index);
         fprintf(f,
                 "%s: %s, opset %lld; %d nodes -> %d builder layers (folded %d, removed %d, "
-                "fused %d); load %.1f ms, create %.1f ms on %s (%s)\n",
+                "fused %d); load %.1f ms, create %.1f ms on %s (%s%s)\n",
                 o->model, rep->producer, (long long)rep->opset, rep->nodes, rep->layers,
                 rep->folded, rep->removed, rep->fused, load_ms, create_ms, ci.backend_name,
-                ci.device_name);
+                ci.device_name, dev);
     }
     if (!o->quiet || o->json) run_print_layers(f, net, o->json);
     for (int i = 0; i < rep->input_count; i++) {

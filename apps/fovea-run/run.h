@@ -13,6 +13,7 @@ typedef struct run_options {
     const char *model;
     const char *input; /* image path, or NULL/"random" */
     fv_backend backend;
+    int device, device_given; /* CUDA device index; given: --device was passed */
     const char *profile;
     int autotune, cuda_graph, layers, compare, json, verbose, quiet;
     int top;   /* K for classifiers */

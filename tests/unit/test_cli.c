@@ -1,6 +1,7 @@
 /* fv_cli (apps/common): the command-line programs' option parsing. The
  * option value getter in both forms and without a value; numbers in and out
- * of range and with junk; backend and filter names; custom kernels, good
+ * of range and with junk; backend and filter names; CUDA device indexes
+ * and how they go with the backend; custom kernels, good
  * and bad. Messages go to stderr, captured into a temporary file here. */
 #define _POSIX_C_SOURCE 200809L
 #include "fv_test.h"
@@ -145,6 +146,73 @@ static void backend_and_filter_names(void **state) {
     assert_int_equal(got, FV_FILTER_SOBEL);
 }
 
+static void device_accepted(void **state) {
+    (void)state;
+    const struct {
+        const char *v;
+        int want;
+    } ok[] = {{"0", 0}, {"1", 1}, {"7", 7}, {"007", 7}, {"255", 255}};
+    for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+        int d = -1;
+        capture_begin();
+        int r = fv_cli_device("fovea-test", ok[k].v, &d);
+        const char *msg = capture_end();
+        if (r != 0) fail_msg("--device %s refused: %s", ok[k].v, msg);
+        assert_int_equal(d, ok[k].want);
+        assert_string_equal(msg, "");
+    }
+}
+
+static void device_refused(void **state) {
+    (void)state;
+    const char *bad[] = {"-1", "x",  "999", "256", "",    " 1",
+                         "+1", "-0", "1.5", "1x",  "0x1", "99999999999999999999999"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        int d = 42;
+        capture_begin();
+        int r = fv_cli_device("fovea-test", bad[k], &d);
+        const char *msg = capture_end();
+        if (r != -1) fail_msg("--device '%s' accepted as %d", bad[k], d);
+        assert_int_equal(d, 42); /* untouched */
+        char want[256];
+        snprintf(want, sizeof want,
+                 "fovea-test: --device %s: give a CUDA device index, a whole number from 0 to "
+                 "255\n",
+                 bad[k]);
+        assert_string_equal(msg, want);
+    }
+}
+
+static void device_and_backend(void **state) {
+    (void)state;
+    /* the CPU backend: device 0 (given or not) accepted and ignored, others refused */
+    fv_backend b = FV_BACKEND_CPU;
+    capture_begin();
+    assert_int_equal(fv_cli_device_backend("fovea-test", 0, 1, &b), 0);
+    assert_int_equal(fv_cli_device_backend("fovea-test", 0, 0, &b), 0);
+    assert_string_equal(capture_end(), "");
+    assert_int_equal(b, FV_BACKEND_CPU);
+    capture_begin();
+    int r = fv_cli_device_backend("fovea-test", 3, 1, &b);
+    const char *msg = capture_end();
+    assert_int_equal(r, -1);
+    assert_int_equal(b, FV_BACKEND_CPU);
+    if (!strstr(msg, "fovea-test: --device 3: the CPU backend has no devices"))
+        fail_msg("--backend cpu --device 3: message '%s'", msg);
+    /* AUTO: a named device asks for CUDA (no quiet CPU fallback); unnamed stays AUTO */
+    b = FV_BACKEND_AUTO;
+    assert_int_equal(fv_cli_device_backend("fovea-test", 0, 0, &b), 0);
+    assert_int_equal(b, FV_BACKEND_AUTO);
+    assert_int_equal(fv_cli_device_backend("fovea-test", 0, 1, &b), 0);
+    assert_int_equal(b, FV_BACKEND_CUDA);
+    b = FV_BACKEND_AUTO;
+    assert_int_equal(fv_cli_device_backend("fovea-test", 5, 1, &b), 0);
+    assert_int_equal(b, FV_BACKEND_CUDA);
+    /* CUDA: any index */
+    assert_int_equal(fv_cli_device_backend("fovea-test", 255, 1, &b), 0);
+    assert_int_equal(b, FV_BACKEND_CUDA);
+}
+
 static void kernel_good(void **state) {
     (void)state;
     float k[FV_FILTER_MAX_KERNEL * FV_FILTER_MAX_KERNEL];
@@ -231,6 +299,9 @@ int main(void) {
         cmocka_unit_test(numbers_in_range),
         cmocka_unit_test(numbers_out_of_range_or_junk),
         cmocka_unit_test(backend_and_filter_names),
+        cmocka_unit_test(device_accepted),
+        cmocka_unit_test(device_refused),
+        cmocka_unit_test(device_and_backend),
         cmocka_unit_test(kernel_good),
         cmocka_unit_test(kernel_wrong_count),
         cmocka_unit_test(kernel_even_or_bad_size),

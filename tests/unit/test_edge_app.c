@@ -4,6 +4,9 @@
  *            frame computed here, and a JSON summary saying 4 frames;
  *   errors   a missing input (exit 1, message names it), bad options and
  *            a lone --input-width (exit 2), --help (exit 0, examples);
+ *            --device: a bad index and a device on the CPU backend refused
+ *            (exit 2), device 0 on the CPU backend runs, a missing CUDA
+ *            device fails (exit 1) naming it;
  *   default  no arguments and no display: the bundled test:// source to
  *            edges.mp4 (or edges_NNNN.png without an H.264 encoder) in the
  *            working directory, and it says where.
@@ -187,6 +190,40 @@ static void edge_errors(void **state) {
     text = slurp(log);
     if (!strstr(text, "Examples:") || !strstr(text, "v4l2:///dev/video0"))
         fail_msg("--help has no examples:\n%s", text);
+    if (!strstr(text, "--device N")) fail_msg("--help does not document --device:\n%s", text);
+    free(text);
+}
+
+static void edge_device(void **state) {
+    (void)state;
+    char log[1024];
+    snprintf(log, sizeof log, "%s/edge_device.log", work_dir);
+    char *bad[] = {(char *)app, "--device", "x", NULL};
+    assert_int_equal(run_app(bad, NULL, log), 2);
+    char *text = slurp(log);
+    if (!strstr(text, "--device x: give a CUDA device index"))
+        fail_msg("--device x: no reason given:\n%s", text);
+    free(text);
+    char *neg[] = {(char *)app, "--device=-1", NULL};
+    assert_int_equal(run_app(neg, NULL, log), 2);
+    char *cpu1[] = {(char *)app, "--device", "1", "--backend", "cpu", NULL};
+    assert_int_equal(run_app(cpu1, NULL, log), 2);
+    text = slurp(log);
+    if (!strstr(text, "CPU backend has no devices"))
+        fail_msg("--backend cpu --device 1: no reason given:\n%s", text);
+    free(text);
+    char *cpu0[] = {(char *)app, "--backend", "cpu",           "--device", "0", "--frames",
+                    "1",         "--json",    "test://?fps=0", "null://",  NULL};
+    assert_int_equal(run_app(cpu0, NULL, log), 0); /* accepted, nothing to choose */
+    /* Device 7: missing here, FV_ERR_NO_DEVICE and the device named. A host
+     * with 8 GPUs or more runs on it, and the summary says which. */
+    char *cuda7[] = {(char *)app, "--device",      "7",       "--backend", "cuda", "--frames", "1",
+                     "--json",    "test://?fps=0", "null://", NULL};
+    int rc = run_app(cuda7, NULL, log);
+    text = slurp(log);
+    int ok = rc == 0 ? strstr(text, "\"device_index\":7,") != NULL
+                     : rc == 1 && strstr(text, "CUDA device 7") != NULL;
+    if (!ok) fail_msg("--device 7 --backend cuda: exit %d:\n%s", rc, text);
     free(text);
 }
 
@@ -375,7 +412,8 @@ int main(int argc, char **argv) {
     app = argv[2], work_dir = argv[3];
     mkdir(work_dir, 0755);
     const struct CMUnitTest run[] = {cmocka_unit_test(edge_run)};
-    const struct CMUnitTest errors[] = {cmocka_unit_test(edge_errors)};
+    const struct CMUnitTest errors[] = {cmocka_unit_test(edge_errors),
+                                        cmocka_unit_test(edge_device)};
     const struct CMUnitTest def[] = {cmocka_unit_test(edge_default)};
     const struct CMUnitTest opts[] = {cmocka_unit_test(edge_options)};
     const struct CMUnitTest intr[] = {cmocka_unit_test(edge_interrupt),

@@ -13,7 +13,9 @@
  *   ended     an input that ends after 3 frames beside an endless one: the
  *             run goes on, the ended one is reported "ended";
  *   errors    --help (exit 0, examples), bad options (2), more outputs than
- *             inputs (2), a missing model or input (1, named).
+ *             inputs (2), a missing model or input (1, named); --device: a
+ *             bad index or a device on the CPU backend (2), a missing CUDA
+ *             device (1, named).
  * With a fourth argument "cuda" the runs use --backend cuda (exit 77 where no
  * GPU is usable): the segment run checks the GPU's overlays to the byte.
  * usage: test_infer_app classify|segment|ended|errors APP WORKDIR [cuda] */
@@ -261,6 +263,7 @@ static void infer_errors(void **state) {
     char *text = slurp(log);
     if (!strstr(text, "Examples:") || !strstr(text, "--input v4l2:///dev/video0"))
         fail_msg("--help has no examples:\n%s", text);
+    if (!strstr(text, "--device N")) fail_msg("--help does not document --device:\n%s", text);
     free(text);
     char *bad[] = {(char *)app, "--frobnicate", NULL};
     assert_int_equal(run_app(bad, log), 2);
@@ -288,6 +291,28 @@ static void infer_errors(void **state) {
     assert_int_equal(run_app(wrong, log), 1); /* the default model's input is 28x28 */
     text = slurp(log);
     if (!strstr(text, "--input-size")) fail_msg("no reason for --input-size:\n%s", text);
+    free(text);
+    char *dev[] = {(char *)app, "--device", "x", NULL};
+    assert_int_equal(run_app(dev, log), 2);
+    text = slurp(log);
+    if (!strstr(text, "--device x: give a CUDA device index"))
+        fail_msg("--device x: no reason given:\n%s", text);
+    free(text);
+    char *cpu1[] = {(char *)app, "--backend", "cpu", "--device", "2", NULL};
+    assert_int_equal(run_app(cpu1, log), 2);
+    text = slurp(log);
+    if (!strstr(text, "CPU backend has no devices"))
+        fail_msg("--backend cpu --device 2: no reason given:\n%s", text);
+    free(text);
+    /* Device 7: missing here, the context fails naming it. A host with 8
+     * GPUs or more runs on it, and the summary says which. */
+    char *cuda7[] = {(char *)app, "--device", "7",      "--backend", "cuda",
+                     "--frames",  "1",        "--json", NULL};
+    int rc = run_app(cuda7, log);
+    text = slurp(log);
+    int ok = rc == 0 ? strstr(text, "\"device_index\":7,") != NULL
+                     : rc == 1 && strstr(text, "CUDA device 7") != NULL;
+    if (!ok) fail_msg("--device 7 --backend cuda: exit %d:\n%s", rc, text);
     free(text);
 }
 
