@@ -5,8 +5,8 @@
 # Usage: toolchain/compute-sanitizer.sh [BUILD_DIR [OUTDIR]]
 #   FV_SANITIZER_TOOLS  tools to run (default: memcheck racecheck initcheck synccheck)
 #   FV_SANITIZER_TIMEOUT  seconds per program and tool (default 300)
-# FV_TEST_QUICK=1 is exported: GPU tests that read it run reduced shape lists,
-# so that every tool finishes inside one 10-minute device call.
+# FV_TEST_QUICK=1 is exported: GPU tests that read it run less (test_gpu_conv: no
+# autotuning), so that every tool finishes inside one 10-minute device call.
 # memcheck: the intentional out-of-memory test's cudaMalloc failure is an API
 # error by design; --report-api-errors no keeps it from counting (the tests
 # themselves check every CUDA status).
