@@ -87,10 +87,10 @@ typedef struct fv__conv_graph {
 #define FV__CONV_GRAPH_REV 1
 
 /* The graph of a path: graph (conv -> bias add -> residual add (an
- * FV_CONV2D_RESIDUAL op) -> activation, FP32 intermediates, FP16 bias), graph-split (the convolution alone: bias and
- * activation left to the epilogue kernel), graph-pw (as graph with an FP32
- * bias; an identity tail when the op has neither bias nor activation) or
- * graph-pw16 (as graph with FP16 intermediates). */
+ * FV_CONV2D_RESIDUAL op) -> activation, FP32 intermediates, FP16 bias), graph-split (the
+ * convolution alone: bias and activation left to the epilogue kernel), graph-pw (as graph with an
+ * FP32 bias; an identity tail when the op has neither bias nor activation) or graph-pw16 (as graph
+ * with FP16 intermediates). */
 cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f,
                                    fv__engine_path path, cudnnHandle_t h, fv__conv_graph *g);
 /* Whether graph-pw differs from graph for op (a bias, or nothing to fuse). */
