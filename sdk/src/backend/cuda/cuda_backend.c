@@ -1,5 +1,6 @@
 /* CUDA backend: device choice, context state (streams, cuDNN handle, event
  * pool), synchronization, the backend table. */
+#include <cublasLt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,7 @@ static void cuda_fini(fv_context *ctx) {
     for (int i = 0; i < FV__CUDA_EVENTS; i++)
         if (st->events[i]) (void)cudaEventDestroy(st->events[i]);
     if (st->cudnn) (void)cudnnDestroy(st->cudnn);
+    if (st->lt) (void)cublasLtDestroy((cublasLtHandle_t)st->lt);
     if (st->stream) (void)cudaStreamDestroy(st->stream);
     if (st->copy_stream) (void)cudaStreamDestroy(st->copy_stream);
     (void)cudaGetLastError();

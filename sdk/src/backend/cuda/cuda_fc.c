@@ -15,7 +15,7 @@
 #include "cuda_internal.h"
 
 struct fv__fc {
-    cublasLtHandle_t lt;
+    cublasLtHandle_t lt; /* the context's (fv__cuda_state.lt) */
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, d;
     cublasLtMatmulAlgo_t algo;
@@ -43,7 +43,6 @@ void fv__cuda_fc_destroy(fv_context *ctx, fv__fc *fc) {
     if (fc->a) cublasLtMatrixLayoutDestroy(fc->a);
     if (fc->b) cublasLtMatrixLayoutDestroy(fc->b);
     if (fc->d) cublasLtMatrixLayoutDestroy(fc->d);
-    if (fc->lt) cublasLtDestroy(fc->lt);
     fv_pool *dev = ctx->pools[FV_POOL_DEVICE];
     fv_pool_free(dev, fc->w);
     fv_pool_free(dev, fc->bias);
@@ -97,8 +96,18 @@ fv_status fv__cuda_fc_create(fv_context *ctx, const fv__view *in, const fv__view
     fc->kp = out->cw;
     fc->inner = in->h * in->w * in->ps;
     fv_status s = upload(ctx, fc, in, k, weights, bias);
-    cublasStatus_t e = s == FV_OK ? cublasLtCreate(&fc->lt) : CUBLAS_STATUS_SUCCESS;
-    if (s == FV_OK && e != CUBLAS_STATUS_SUCCESS) s = lt_fail(e, "cublasLtCreate", __LINE__);
+    /* one cuBLASLt handle per context, made by its first fc */
+    fv__cuda_state *cs = fv__cuda_state_of(ctx);
+    cublasStatus_t e = CUBLAS_STATUS_SUCCESS;
+    if (s == FV_OK && !cs->lt) {
+        cublasLtHandle_t h = NULL;
+        e = cublasLtCreate(&h);
+        if (e == CUBLAS_STATUS_SUCCESS)
+            cs->lt = h;
+        else
+            s = lt_fail(e, "cublasLtCreate", __LINE__);
+    }
+    fc->lt = (cublasLtHandle_t)cs->lt;
     if (s != FV_OK) {
         fv__cuda_fc_destroy(ctx, fc);
         return s;

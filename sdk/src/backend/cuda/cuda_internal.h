@@ -18,6 +18,9 @@ typedef struct fv__cuda_state {
     unsigned char event_used[FV__CUDA_EVENTS];
     void *ws; /* the workspace shared by all convolutions (device pool) */
     size_t ws_bytes;
+    /* cublasLtHandle_t, made by the first cuBLASLt layer (cuda_fc.c); NULL
+     * before (void *: the .cu files that include this need no cuBLAS) */
+    void *lt;
 } fv__cuda_state;
 
 static inline fv__cuda_state *fv__cuda_state_of(const fv_context *ctx) {
