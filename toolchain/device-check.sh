@@ -10,25 +10,8 @@ mkdir -p "$out"
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 extra=()
-if compgen -G ".deps/*.deb" >/dev/null; then
-  rm -rf /tmp/fv-deps && mkdir -p /tmp/fv-deps
-  for f in .deps/*.deb; do dpkg -x "$f" /tmp/fv-deps; done
-  find /tmp/fv-deps -name '*.pc' -delete # they name /usr, not where they were unpacked
-  # link against the machine's own zlib runtime, never the static archive
-  z=/tmp/fv-deps/usr/lib/x86_64-linux-gnu
-  rm -f "$z/libz.a"
-  for sys in /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1; do
-    [ -e "$sys" ] && ln -sf "$sys" "$z/libz.so" && break
-  done
-  export LD_LIBRARY_PATH=/tmp/fv-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  extra+=(-DCMAKE_PREFIX_PATH=/tmp/fv-deps/usr -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
-  # Debian's multiarch headers (libjpeg62-turbo's jconfig.h) sit in
-  # usr/include/x86_64-linux-gnu, which find_package does not search: without
-  # this the machine's own jconfig.h (JPEG_LIB_VERSION 80) is compiled
-  # against the unpacked libjpeg 62 ("Wrong JPEG library version").
-  multiarch=/tmp/fv-deps/usr/include/x86_64-linux-gnu
-  [ -d "$multiarch" ] && extra+=("-DCMAKE_C_FLAGS=-I$multiarch")
-fi
+# shellcheck source=toolchain/device-deps.sh
+source toolchain/device-deps.sh && fv_device_deps
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.used --format=csv | tee "$out/gpu.txt"
 start=$(date +%s)
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFV_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 \

@@ -14,19 +14,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 py=${PYTHON:-python3}
 extra=()
-if compgen -G ".deps/*.deb" >/dev/null; then
-  rm -rf /tmp/fv-deps && mkdir -p /tmp/fv-deps
-  for f in .deps/*.deb; do dpkg -x "$f" /tmp/fv-deps; done
-  find /tmp/fv-deps -name '*.pc' -delete
-  z=/tmp/fv-deps/usr/lib/x86_64-linux-gnu
-  rm -f "$z/libz.a"
-  for sys in /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1; do
-    [ -e "$sys" ] && ln -sf "$sys" "$z/libz.so" && break
-  done
-  export LD_LIBRARY_PATH=$z${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export PATH=/tmp/fv-deps/usr/bin:$PATH
-  extra+=(-DCMAKE_PREFIX_PATH=/tmp/fv-deps/usr -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
-fi
+# shellcheck source=toolchain/device-deps.sh
+source toolchain/device-deps.sh && fv_device_deps
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.used --format=csv | tee "$out/gpu.txt"
 start=$(date +%s)
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFV_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 \

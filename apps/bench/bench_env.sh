@@ -74,23 +74,11 @@ bench_torch_cudnn() {
   return 0
 }
 
-# bench_deps: when .deps/ holds Debian .debs (libpng, libjpeg headers for the
-# platform library), unpacks them to /tmp/fv-deps, puts their libraries on
-# LD_LIBRARY_PATH (exported) and appends the CMake options that find them to
-# the caller's array extra.
+# bench_deps: the .debs in .deps/ (toolchain/device-deps.sh), their CMake
+# options appended to the caller's array extra.
 bench_deps() {
-  compgen -G ".deps/*.deb" >/dev/null || return 0
-  rm -rf /tmp/fv-deps && mkdir -p /tmp/fv-deps
-  local f sys z=/tmp/fv-deps/usr/lib/x86_64-linux-gnu
-  for f in .deps/*.deb; do dpkg -x "$f" /tmp/fv-deps; done
-  find /tmp/fv-deps -name '*.pc' -delete
-  rm -f "$z/libz.a"
-  for sys in /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1; do
-    [ -e "$sys" ] && ln -sf "$sys" "$z/libz.so" && break
-  done
-  export LD_LIBRARY_PATH=$z${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  extra+=(-DCMAKE_PREFIX_PATH=/tmp/fv-deps/usr -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
-  echo "using .deps: $(ls .deps | tr '\n' ' ')"
+  # shellcheck source=toolchain/device-deps.sh
+  source "$root/toolchain/device-deps.sh" && fv_device_deps
 }
 
 # bench_use_cudnn BENCH: puts the wheel's libcudnn (and the sub-libraries it
