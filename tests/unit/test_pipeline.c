@@ -170,7 +170,7 @@ static void test_pipeline_errors(void **state) {
     FV_ASSERT_STATUS(fv_pipeline_create(ctx, NULL, &p), FV_ERR_BAD_PARAM, "desc");
     assert_null(p);
     FV_ASSERT_STATUS(fv_pipeline_create(ctx, &(fv_pipeline_desc){0}, &p), FV_ERR_BAD_PARAM,
-                     "filter is NULL");
+                     "desc.filter and desc.stage are NULL");
     FV_ASSERT_STATUS(fv_pipeline_create(ctx, &(fv_pipeline_desc){.filter = &fd, .slots = 17}, &p),
                      FV_ERR_BAD_PARAM, "slots=17");
     FV_ASSERT_STATUS(fv_pipeline_create(
@@ -206,11 +206,147 @@ static void test_pipeline_errors(void **state) {
     fv_context_destroy(ctx);
 }
 
+/* A general stage: two cameras (RGB24 and GRAY8 of other sizes) through two
+ * filters into two outputs, with marks between; NULL inputs, slots and
+ * the stage's errors. */
+typedef struct two_filters {
+    fv_pipeline *p;
+    fv_filter *f[2];
+    int slots_seen[16], runs;
+    int fail; /* run fails when set */
+} two_filters;
+
+static fv_status two_run(void *user, int slot, const fv_image *in, const fv_image *out) {
+    two_filters *t = user;
+    if (t->runs < 16) t->slots_seen[t->runs] = slot;
+    t->runs++;
+    fv_image o0 = out[0], o1 = out[1];
+    if (t->fail) { /* a frame of the wrong size: the filter refuses it */
+        fv_image small = in[0];
+        small.width = 3;
+        return fv_filter_apply(t->f[0], &small, &o0);
+    }
+    fv_status s = fv_filter_apply(t->f[0], &in[0], &o0);
+    if (s == FV_OK) s = fv_pipeline_mark(t->p, 0);
+    if (s == FV_OK) s = fv_filter_apply(t->f[1], &in[1], &o1);
+    if (s == FV_OK) s = fv_pipeline_mark(t->p, 1);
+    return s;
+}
+
+static void test_pipeline_stage(void **state) {
+    (void)state;
+    fv_test_seed(43);
+    fv_context *ctx = fv_test_cpu_context(0);
+    fv_filter_desc fd[2] = {lap(21, 9, FV_PIXEL_RGB24), lap(8, 5, FV_PIXEL_GRAY8)};
+    two_filters t = {0};
+    for (int k = 0; k < 2; k++)
+        FV_ASSERT_OK(fv_filter_create(ctx, &fd[k], &t.f[k]));
+    fv_pipeline_port in[2] = {{FV_PIXEL_RGB24, 21, 9, {0}}, {FV_PIXEL_GRAY8, 8, 5, {0}}};
+    fv_pipeline_port out[2] = {{FV_PIXEL_GRAY8, 21, 9, {0}}, {FV_PIXEL_GRAY8, 8, 5, {0}}};
+    fv_pipeline_stage st = {.run = two_run,
+                            .user = &t,
+                            .inputs = 2,
+                            .outputs = 2,
+                            .input = in,
+                            .output = out,
+                            .marks = 2,
+                            .name = "two filters"};
+    FV_ASSERT_OK(fv_pipeline_create(ctx, &(fv_pipeline_desc){.stage = &st, .slots = 3}, &t.p));
+    fv_pipeline_info info;
+    FV_ASSERT_OK(fv_pipeline_info_get(t.p, &info));
+    assert_int_equal(info.inputs, 2);
+    assert_int_equal(info.outputs, 2);
+    assert_int_equal(info.in_bytes, 21 * 9 * 3);
+    assert_int_equal(info.out_bytes, 21 * 9);
+    assert_null(fv_pipeline_filter(t.p));
+    fv_image o;
+    float ms;
+    FV_ASSERT_STATUS(fv_pipeline_output(t.p, 0, &o), FV_ERR_BAD_STATE, "collect first");
+    FV_ASSERT_STATUS(fv_pipeline_mark_ms(t.p, 0, &ms), FV_ERR_BAD_STATE, "collect first");
+    FV_ASSERT_STATUS(fv_pipeline_mark(t.p, 0), FV_ERR_BAD_STATE, "outside the stage's run");
+
+    enum { N = 7 };
+    unsigned char a[N][21 * 9 * 3], b[N][8 * 5], ra[N][21 * 9], rb[N][8 * 5];
+    fv_test_fill_bytes(&a[0][0], sizeof a), fv_test_fill_bytes(&b[0][0], sizeof b);
+    for (int i = 0; i < N; i++) {
+        expect(ctx, &fd[0], FV_PIXEL_GRAY8, a[i], ra[i]);
+        expect(ctx, &fd[1], FV_PIXEL_GRAY8, b[i], rb[i]);
+    }
+    uint64_t c0, b0, c1, b1;
+    pool_counts(ctx, &c0, &b0);
+    for (int i = 0; i < N; i++) {
+        fv_image fa = {.format = FV_PIXEL_RGB24, .width = 21, .height = 9, .data = a[i]};
+        fv_image fb = {.format = FV_PIXEL_GRAY8, .width = 8, .height = 5, .data = b[i]};
+        const fv_image *frames[2] = {&fa, i % 2 ? NULL : &fb}; /* camera 1 every other run */
+        FV_ASSERT_OK(fv_pipeline_submit_ports(t.p, frames, 2, 100 + i));
+        fv_pipeline_frame done;
+        FV_ASSERT_OK(fv_pipeline_collect(t.p, 1, &done));
+        assert_int_equal(done.user_time_ns, 100 + i);
+        assert_int_equal(done.slot, i % 3);
+        assert_int_equal(t.slots_seen[i], i % 3);
+        assert_memory_equal(done.out.data, ra[i], sizeof ra[i]);
+        FV_ASSERT_OK(fv_pipeline_output(t.p, 0, &o));
+        assert_ptr_equal(o.data, done.out.data);
+        FV_ASSERT_OK(fv_pipeline_output(t.p, 1, &o));
+        assert_int_equal(o.width, 8);
+        if (frames[1]) assert_memory_equal(o.data, rb[i], sizeof rb[i]);
+        float m0, m1, m2;
+        FV_ASSERT_OK(fv_pipeline_mark_ms(t.p, 0, &m0));
+        FV_ASSERT_OK(fv_pipeline_mark_ms(t.p, 1, &m1));
+        FV_ASSERT_OK(fv_pipeline_mark_ms(t.p, 2, &m2)); /* the end */
+        assert_true(m0 >= 0.0f && m0 <= m1 && m1 <= m2);
+        FV_ASSERT_STATUS(fv_pipeline_mark_ms(t.p, 3, &ms), FV_ERR_BAD_PARAM, "0 .. 2");
+        FV_ASSERT_STATUS(fv_pipeline_output(t.p, 2, &o), FV_ERR_BAD_PARAM, "has 2");
+    }
+    pool_counts(ctx, &c1, &b1);
+    assert_int_equal(c0, c1); /* nothing carved per run */
+    assert_int_equal(b0, b1);
+
+    fv_image fa = {.format = FV_PIXEL_RGB24, .width = 21, .height = 9, .data = a[0]};
+    const fv_image *one[1] = {&fa}, *none[2] = {NULL, NULL};
+    FV_ASSERT_STATUS(fv_pipeline_submit_ports(t.p, one, 1, 0), FV_ERR_BAD_PARAM, "takes 2");
+    FV_ASSERT_STATUS(fv_pipeline_submit_ports(t.p, none, 2, 0), FV_ERR_BAD_PARAM, "all 2 frames");
+    FV_ASSERT_STATUS(fv_pipeline_submit(t.p, &fa, 0), FV_ERR_BAD_PARAM, "submit_ports");
+    const fv_image *swapped[2] = {&fa, &fa};
+    FV_ASSERT_STATUS(fv_pipeline_submit_ports(t.p, swapped, 2, 0), FV_ERR_BAD_PARAM,
+                     "frame 1 is 21x9 RGB24");
+    t.fail = 1;
+    const fv_image *ok[2] = {&fa, NULL};
+    assert_int_not_equal(fv_pipeline_submit_ports(t.p, ok, 2, 0), FV_OK);
+    assert_non_null(strstr(fv_last_error(), "pipeline stage 'two filters'"));
+    fv_pipeline_destroy(t.p);
+
+    /* bad stages */
+    fv_pipeline *p = NULL;
+    fv_pipeline_stage bad = st;
+    bad.inputs = 0;
+    FV_ASSERT_STATUS(fv_pipeline_create(ctx, &(fv_pipeline_desc){.stage = &bad}, &p),
+                     FV_ERR_BAD_PARAM, "stage.inputs=0");
+    bad = st, bad.marks = 9;
+    FV_ASSERT_STATUS(fv_pipeline_create(ctx, &(fv_pipeline_desc){.stage = &bad}, &p),
+                     FV_ERR_BAD_PARAM, "stage.marks=9");
+    bad = st, bad.run = NULL;
+    FV_ASSERT_STATUS(fv_pipeline_create(ctx, &(fv_pipeline_desc){.stage = &bad}, &p),
+                     FV_ERR_BAD_PARAM, "stage.run");
+    fv_pipeline_port zero[2] = {{FV_PIXEL_RGB24, 0, 9, {0}}, in[1]};
+    bad = st, bad.input = zero;
+    FV_ASSERT_STATUS(fv_pipeline_create(ctx, &(fv_pipeline_desc){.stage = &bad}, &p),
+                     FV_ERR_BAD_PARAM, "stage.input[0] is 0x9");
+    FV_ASSERT_STATUS(
+        fv_pipeline_create(ctx, &(fv_pipeline_desc){.stage = &st, .filter = &fd[0]}, &p),
+        FV_ERR_BAD_PARAM, "both");
+    assert_null(p);
+    for (int k = 0; k < 2; k++)
+        fv_filter_destroy(t.f[k]);
+    fv_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pipeline_ring),
         cmocka_unit_test(test_pipeline_caller_frames),
         cmocka_unit_test(test_pipeline_errors),
+        cmocka_unit_test(test_pipeline_stage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

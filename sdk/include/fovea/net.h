@@ -278,7 +278,9 @@ void fv_net_destroy(fv_net *net);
 
 /* One inference: reads the input tensors, writes the output tensors, on the
  * context's stream: no allocation, no synchronization, nothing copied but
- * activations (one graph launch with FV_NET_CUDA_GRAPH). */
+ * activations (one graph launch with FV_NET_CUDA_GRAPH; while the
+ * context's stream is being captured, e.g. in a pipeline stage's graph,
+ * the layers' launches instead, so that the caller's graph holds them). */
 fv_status fv_net_forward(fv_net *net);
 
 int fv_net_input_count(const fv_net *net);  /* 0 for NULL */

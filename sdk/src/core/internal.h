@@ -221,6 +221,12 @@ typedef struct fv__backend {
     fv_status (*event_create)(fv_context *ctx, void **event); /* with timing */
     void (*event_destroy)(fv_context *ctx, void *event);
     fv_status (*event_record)(fv_context *ctx, void *event, void *stream);
+    /* Records event on the context's stream as a timing mark, also while
+     * that stream is being captured (then as a graph node that records it
+     * at each replay). */
+    fv_status (*event_mark)(fv_context *ctx, void *event);
+    /* 1 while the context's stream is being captured into a graph. */
+    int (*capturing)(fv_context *ctx);
     /* stream waits (on the device) for event's work */
     fv_status (*stream_wait)(fv_context *ctx, void *stream, void *event);
     /* wait 0: FV_OK if the event's work has finished, else FV_ERR_NOT_READY;

@@ -107,7 +107,11 @@ fv_status fv__net_run_all(fv_net *net) {
 
 fv_status fv_net_forward(fv_net *net) {
     FV_REQUIRE(net, FV_ERR_BAD_PARAM, "fv_net_forward: net is NULL");
-    if (net->graph) return net->ctx->be->graph_launch(net->ctx, net->graph);
+    const fv__backend *be = net->ctx->be;
+    /* inside a caller's capture (a pipeline stage's graph) the layers are
+     * captured into that graph: a graph launch cannot be */
+    if (net->graph && !(be->capturing && be->capturing(net->ctx)))
+        return be->graph_launch(net->ctx, net->graph);
     return fv__net_run_all(net);
 }
 

@@ -40,6 +40,21 @@ fv_status fv__cuda_event_record(fv_context *ctx, void *e, void *s) {
     return FV_OK;
 }
 
+fv_status fv__cuda_event_mark(fv_context *ctx, void *e) {
+    cudaStream_t s = fv__cuda_stream(ctx);
+    /* in a capture a plain record only orders streams; External makes it a
+     * node that records the event at each replay */
+    unsigned flags = fv__cuda_capturing(ctx) ? cudaEventRecordExternal : cudaEventRecordDefault;
+    FV_CUDA_TRY(cudaEventRecordWithFlags((cudaEvent_t)e, s, flags));
+    return FV_OK;
+}
+
+int fv__cuda_capturing(fv_context *ctx) {
+    enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(fv__cuda_stream(ctx), &st) != cudaSuccess) return 0;
+    return st != cudaStreamCaptureStatusNone;
+}
+
 fv_status fv__cuda_stream_wait(fv_context *ctx, void *s, void *e) {
     FV_CUDA_TRY(cudaStreamWaitEvent(stream_of(ctx, s), (cudaEvent_t)e, 0));
     return FV_OK;

@@ -90,6 +90,8 @@ void fv__cuda_stream_destroy(fv_context *ctx, void *stream);
 fv_status fv__cuda_event_create(fv_context *ctx, void **event);
 void fv__cuda_event_destroy(fv_context *ctx, void *event);
 fv_status fv__cuda_event_record(fv_context *ctx, void *event, void *stream);
+fv_status fv__cuda_event_mark(fv_context *ctx, void *event);
+int fv__cuda_capturing(fv_context *ctx);
 fv_status fv__cuda_stream_wait(fv_context *ctx, void *stream, void *event);
 fv_status fv__cuda_event_done(fv_context *ctx, void *event, int wait);
 fv_status fv__cuda_event_elapsed(fv_context *ctx, void *start, void *end, float *ms);
