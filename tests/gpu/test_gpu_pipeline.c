@@ -187,10 +187,174 @@ static void test_gpu_pipeline_policies(void **state) {
                 run(pol ? FV_MEMORY_POLICY_DEVICE : FV_MEMORY_POLICY_ZERO_COPY, graph, caller);
 }
 
+/* A general stage holding a net: camera 0 (RGB24) pre-processed into the
+ * net (made with its own CUDA graph), the output unpacked into frame 0;
+ * camera 1 (NV12) converted to RGB into frame 1; marks between the parts. With and
+ * without the pipeline's graph (inside which the net's layers are captured)
+ * the outputs equal the same calls made directly on the context. */
+typedef struct net_stage {
+    fv_context *ctx;
+    fv_net *net;
+    fv_tensor *rgb; /* camera 1 on its way to RGB */
+    fv_preprocess_desc pd;
+} net_stage;
+
+static fv_status net_stage_run(fv_pipeline *p, void *user, int slot, const fv_image *in,
+                               const fv_image *out) {
+    net_stage *t = user;
+    (void)slot;
+    fv_image o0 = out[0], o1 = out[1];
+    fv_status s = fv_preprocess(t->ctx, &in[0], fv_net_input(t->net, 0), 0, &t->pd);
+    if (s == FV_OK && p) s = fv_pipeline_mark(p, 0);
+    if (s == FV_OK) s = fv_net_forward(t->net);
+    if (s == FV_OK && p) s = fv_pipeline_mark(p, 1);
+    if (s == FV_OK) s = fv_image_unpack(t->ctx, fv_net_output(t->net, 0), &o0, NULL);
+    /* camera 1: converted to RGB, as fovea-infer shows a YUV camera */
+    if (s == FV_OK) s = fv_image_pack(t->ctx, &in[1], t->rgb, NULL);
+    if (s == FV_OK) s = fv_image_unpack(t->ctx, t->rgb, &o1, NULL);
+    return s;
+}
+
+static fv_net *small_net(fv_context *ctx) {
+    fv_net_builder *b = NULL;
+    FV_ASSERT_OK(fv_net_builder_create(&b));
+    static float w1[8 * 3 * 3 * 3], b1[8], w2[3 * 8];
+    fv_test_fill_uniform(w1, 8 * 27, -0.3f, 0.3f), fv_test_fill_uniform(b1, 8, -0.1f, 0.1f);
+    fv_test_fill_uniform(w2, 24, -0.4f, 0.4f);
+    int x, y, z;
+    FV_ASSERT_OK(fv_net_add_input(b, "image", 1, 3, 24, 32, &x));
+    FV_ASSERT_OK(fv_net_add_conv(b,
+                                 &(fv_net_conv_desc){.k = 8,
+                                                     .r = 3,
+                                                     .s = 3,
+                                                     .pad = {1, 1, 1, 1},
+                                                     .weights = w1,
+                                                     .bias = b1,
+                                                     .activation = FV_ACT_RELU},
+                                 x, &y));
+    FV_ASSERT_OK(fv_net_add_conv(
+        b, &(fv_net_conv_desc){.k = 3, .r = 1, .s = 1, .weights = w2, .activation = FV_ACT_SIGMOID},
+        y, &z));
+    FV_ASSERT_OK(fv_net_mark_output(b, z, "out"));
+    fv_net *net = NULL;
+    FV_ASSERT_OK(fv_net_create(ctx, b, &(fv_net_desc){.flags = FV_NET_CUDA_GRAPH}, &net));
+    fv_net_builder_destroy(b);
+    return net;
+}
+
+static void test_gpu_pipeline_net_stage(void **state) {
+    (void)state;
+    fv_context *ctx = fv_test_gpu_context_or_skip();
+    net_stage t = {.ctx = ctx, .net = small_net(ctx), .pd = {.mean = {0.4f, 0.5f, 0.6f}}};
+    fv_pipeline_port in[2] = {{FV_PIXEL_RGB24, 61, 47, {0}}, {FV_PIXEL_NV12, 40, 30, {0}}};
+    fv_pipeline_port out[2] = {{FV_PIXEL_RGB24, 32, 24, {0}}, {FV_PIXEL_RGB24, 40, 30, {0}}};
+    FV_ASSERT_OK(fv_tensor_create(
+        ctx, &(fv_tensor_desc){.dtype = FV_DTYPE_F16, .h = 30, .w = 40, .c = 3}, &t.rgb));
+    enum { RUNS = 6 };
+    size_t ib[2] = {fv_image_bytes(FV_PIXEL_RGB24, 61, 47), fv_image_bytes(FV_PIXEL_NV12, 40, 30)};
+    size_t ob[2] = {fv_image_bytes(FV_PIXEL_RGB24, 32, 24), fv_image_bytes(FV_PIXEL_RGB24, 40, 30)};
+    size_t ref_at[2] = {0, ob[0] * RUNS};
+    unsigned char *frames[2], *ref = malloc((ob[0] + ob[1]) * RUNS);
+    fv_test_seed(5);
+    for (int k = 0; k < 2; k++) {
+        frames[k] = malloc(ib[k] * RUNS);
+        fv_test_fill_bytes(frames[k], ib[k] * RUNS);
+    }
+    /* the reference: the same calls, directly */
+    fv_frame_buffer *fi[2], *fo[2];
+    for (int k = 0; k < 2; k++) {
+        FV_ASSERT_OK(fv_frame_buffer_create(ctx, in[k].format, in[k].width, in[k].height, &fi[k]));
+        FV_ASSERT_OK(
+            fv_frame_buffer_create(ctx, FV_PIXEL_RGB24, out[k].width, out[k].height, &fo[k]));
+    }
+    for (int r = 0; r < RUNS; r++) {
+        fv_image di[2], dout[2];
+        for (int k = 0; k < 2; k++) {
+            memcpy(fv_frame_buffer_data(fi[k]), frames[k] + ib[k] * r, ib[k]);
+            FV_ASSERT_OK(fv_frame_buffer_upload(ctx, fi[k]));
+            fv_frame_buffer_info a, b;
+            FV_ASSERT_OK(fv_frame_buffer_info_get(fi[k], &a));
+            FV_ASSERT_OK(fv_frame_buffer_info_get(fo[k], &b));
+            di[k] = a.device, dout[k] = b.device;
+        }
+        FV_ASSERT_OK(net_stage_run(NULL, &t, 0, di, dout));
+        for (int k = 0; k < 2; k++) {
+            FV_ASSERT_OK(fv_frame_buffer_download(ctx, fo[k]));
+            FV_ASSERT_OK(fv_context_synchronize(ctx));
+            memcpy(ref + ref_at[k] + ob[k] * (size_t)r, fv_frame_buffer_data(fo[k]), ob[k]);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        fv_frame_buffer_destroy(fi[k]);
+        fv_frame_buffer_destroy(fo[k]);
+    }
+    for (int graph = 0; graph < 2; graph++) {
+        fv_pipeline_stage st = {.run = net_stage_run,
+                                .user = &t,
+                                .inputs = 2,
+                                .outputs = 2,
+                                .input = in,
+                                .output = out,
+                                .marks = 2,
+                                .name = "net"};
+        fv_pipeline *p = NULL;
+        FV_ASSERT_OK(fv_pipeline_create(
+            ctx, &(fv_pipeline_desc){.stage = &st, .slots = 2, .cuda_graph = graph}, &p));
+        fv_pipeline_info info;
+        FV_ASSERT_OK(fv_pipeline_info_get(p, &info));
+        assert_int_equal(info.cuda_graph, graph);
+        int sub = 0, got = 0;
+        float stage_ms = 0;
+        while (got < RUNS) {
+            if (sub < RUNS) {
+                fv_image a = {.format = in[0].format,
+                              .width = 61,
+                              .height = 47,
+                              .data = frames[0] + ib[0] * sub};
+                fv_image b = {.format = in[1].format,
+                              .width = 40,
+                              .height = 30,
+                              .data = frames[1] + ib[1] * sub};
+                const fv_image *f[2] = {&a, &b};
+                if (fv_pipeline_submit_ports(p, f, 2, sub) == FV_OK) {
+                    sub++;
+                    continue;
+                }
+            }
+            fv_pipeline_frame done;
+            FV_ASSERT_OK(fv_pipeline_collect(p, 1, &done));
+            assert_int_equal(done.user_time_ns, got);
+            for (int k = 0; k < 2; k++) {
+                fv_image o;
+                FV_ASSERT_OK(fv_pipeline_output(p, k, &o));
+                if (memcmp(o.data, ref + ref_at[k] + ob[k] * (size_t)got, ob[k]) != 0)
+                    fail_msg("graph %d run %d camera %d differs from the direct calls", graph, got,
+                             k);
+            }
+            assert_true(done.filter_ms > 0.0f);
+            float m0, m1, m2;
+            FV_ASSERT_OK(fv_pipeline_mark_ms(p, 0, &m0));
+            FV_ASSERT_OK(fv_pipeline_mark_ms(p, 1, &m1));
+            FV_ASSERT_OK(fv_pipeline_mark_ms(p, 2, &m2));
+            assert_true(m0 > 0.0f && m0 <= m1 && m1 <= m2);
+            stage_ms += done.filter_ms;
+            got++;
+        }
+        printf("  net stage, graph %d: %.4f ms a run (2 cameras, 2-layer net)\n", graph,
+               (double)(stage_ms / RUNS));
+        fv_pipeline_destroy(p);
+    }
+    free(frames[0]), free(frames[1]), free(ref);
+    fv_net_destroy(t.net);
+    fv_tensor_destroy(t.rgb);
+    fv_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpu_pipeline_vs_cpu),
         cmocka_unit_test(test_gpu_pipeline_policies),
+        cmocka_unit_test(test_gpu_pipeline_net_stage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -216,7 +216,8 @@ typedef struct two_filters {
     int fail; /* run fails when set */
 } two_filters;
 
-static fv_status two_run(void *user, int slot, const fv_image *in, const fv_image *out) {
+static fv_status two_run(fv_pipeline *p, void *user, int slot, const fv_image *in,
+                         const fv_image *out) {
     two_filters *t = user;
     if (t->runs < 16) t->slots_seen[t->runs] = slot;
     t->runs++;
@@ -227,9 +228,9 @@ static fv_status two_run(void *user, int slot, const fv_image *in, const fv_imag
         return fv_filter_apply(t->f[0], &small, &o0);
     }
     fv_status s = fv_filter_apply(t->f[0], &in[0], &o0);
-    if (s == FV_OK) s = fv_pipeline_mark(t->p, 0);
+    if (s == FV_OK) s = fv_pipeline_mark(p, 0);
     if (s == FV_OK) s = fv_filter_apply(t->f[1], &in[1], &o1);
-    if (s == FV_OK) s = fv_pipeline_mark(t->p, 1);
+    if (s == FV_OK) s = fv_pipeline_mark(p, 1);
     return s;
 }
 

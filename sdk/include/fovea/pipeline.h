@@ -36,7 +36,7 @@
  *     fv_pipeline_submit_ports(p, frames, 2, t);
  *     if (fv_pipeline_collect(p, 0, &done) == FV_OK)
  *         fv_pipeline_output(p, 0, &overlay0), fv_pipeline_mark_ms(p, 1, &ms);
- * where my_stage(me, slot, in, out) calls fovea's ops on in[0..1] (device
+ * where my_stage(p, me, slot, in, out) calls fovea's ops on in[0..1] (device
  * views) and writes out[0..1], with fv_pipeline_mark(p, k) between its
  * parts to time them. */
 #ifndef FOVEA_PIPELINE_H
@@ -71,7 +71,8 @@ typedef struct fv_pipeline_port {
     uint32_t reserved[2];   /* must be zero */
 } fv_pipeline_port;
 
-/* A general stage's work for one slot. in[0..inputs-1] and
+/* A general stage's work for one slot of pipeline p (for fv_pipeline_mark;
+ * called during fv_pipeline_create too). in[0..inputs-1] and
  * out[0..outputs-1] are the slot's frames as the compute side sees them
  * (device views on CUDA; host on the CPU backend, where in[k] may be the
  * caller's own frame). slot (0..slots-1) lets the stage keep per-slot state
@@ -79,7 +80,7 @@ typedef struct fv_pipeline_port {
  * stream and returns its status; it must not synchronize, allocate or read
  * results on the host (with cuda_graph it runs once a slot at creation,
  * inside a capture, and the graph is replayed after). */
-typedef fv_status (*fv_pipeline_stage_fn)(void *user, int slot, const fv_image *in,
+typedef fv_status (*fv_pipeline_stage_fn)(fv_pipeline *p, void *user, int slot, const fv_image *in,
                                           const fv_image *out);
 
 /* A general stage (fv_pipeline_desc.stage). */

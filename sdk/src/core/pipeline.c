@@ -114,8 +114,9 @@ static fv_status check_desc(const fv_pipeline_desc *d) {
 }
 
 /* The filter as a stage: one input, one output. */
-static fv_status filter_stage(void *user, int slot_index, const fv_image *in, const fv_image *out) {
-    (void)slot_index;
+static fv_status filter_stage(fv_pipeline *p, void *user, int slot_index, const fv_image *in,
+                              const fv_image *out) {
+    (void)p, (void)slot_index;
     fv_image o = *out; /* the descriptor is const, not the pixels */
     return fv_filter_apply(user, in, &o);
 }
@@ -148,7 +149,7 @@ static fv_status make_slot(fv_pipeline *p, slot *s) {
 static fv_status run_stage(fv_pipeline *p, int i, const fv_image *in, const fv_image *out) {
     p->running = i;
     p->run_t0 = now_ms();
-    fv_status st = p->stage.run(p->stage.user, i, in, out);
+    fv_status st = p->stage.run(p, p->stage.user, i, in, out);
     p->running = -1;
     if (st != FV_OK && p->name[0]) return fv__error_prefix(st, p->name);
     return st;
