@@ -85,23 +85,6 @@ int capture_buffers(camera *c, fv_context *ctx) {
     return 0;
 }
 
-/* The source's frame into a dense mailbox buffer (NV12: both planes). */
-static void copy_frame(const fv_image *src, const fv_image *dst) {
-    int nv12 = src->format == FV_PIXEL_NV12;
-    size_t row = nv12 ? (size_t)src->width : fv_image_bytes(src->format, src->width, 1);
-    size_t stride = src->stride ? src->stride : row;
-    for (int y = 0; y < src->height; y++)
-        memcpy((char *)dst->data + (size_t)y * row, (const char *)src->data + (size_t)y * stride,
-               row);
-    if (nv12) {
-        const char *uv = src->uv ? src->uv : (const char *)src->data + stride * src->height;
-        size_t uvs = src->uv_stride ? src->uv_stride : stride;
-        char *duv = (char *)dst->data + row * src->height;
-        for (int y = 0; y < src->height / 2; y++)
-            memcpy(duv + (size_t)y * row, uv + (size_t)y * uvs, row);
-    }
-}
-
 static void *capture_thread(void *arg) {
     camera *c = arg;
     while (!stopping) {
@@ -118,21 +101,41 @@ static void *capture_thread(void *arg) {
             c->last_ns = now_ns(); /* waiting for the main loop is no stall */
             pthread_mutex_unlock(&mu);
         }
+        /* a buffer to capture into: a free one, or the READY frame nobody
+         * took (the newer frame replaces it) */
+        pthread_mutex_lock(&mu);
+        int b = -1;
+        for (int i = 0; i < MAILBOX && b < 0; i++)
+            if (c->state[i] == BUF_FREE) b = i;
+        if (b < 0 && c->ready >= 0) {
+            b = c->ready;
+            c->ready = -1;
+            c->overwritten++;
+        }
+        if (b >= 0) c->state[b] = BUF_WRITING;
+        pthread_mutex_unlock(&mu);
+        if (b < 0) { /* cannot happen with MAILBOX > SLOTS + 1 */
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        /* the source makes (or copies) its frame straight into the pinned
+         * (mapped) buffer the GPU reads */
         fv_source_frame fr;
-        fv_status s = fv_source_capture(c->src, c->lossless ? 0 : FV_SOURCE_CAPTURE_LATEST, &fr);
+        fv_status s = fv_source_capture_into(c->src, c->lossless ? 0 : FV_SOURCE_CAPTURE_LATEST,
+                                             &c->host[b], &fr);
+        if (s != FV_OK) {
+            pthread_mutex_lock(&mu);
+            c->state[b] = BUF_FREE;
+            pthread_mutex_unlock(&mu);
+        }
         if (s == FV_ERR_TIMEOUT || s == FV_ERR_NOT_READY) {
             pthread_mutex_lock(&mu);
             c->waiting = s == FV_ERR_NOT_READY;
             pthread_mutex_unlock(&mu);
             continue;
         }
-        if (s == FV_OK && (fr.image.width != c->info.width || fr.image.height != c->info.height ||
-                           fr.image.format != c->info.format)) {
-            s = FV_ERR_FORMAT;
-            snprintf(c->end_msg, sizeof c->end_msg, "frame %dx%d %s, but the input opened as %dx%d",
-                     fr.image.width, fr.image.height, fv_pixel_format_name(fr.image.format),
-                     c->info.width, c->info.height);
-        } else if (s != FV_OK) {
+        if (s != FV_OK) {
             snprintf(c->end_msg, sizeof c->end_msg, "%s", fv_last_error());
         }
         if (s != FV_OK) {
@@ -143,19 +146,6 @@ static void *capture_thread(void *arg) {
             pthread_mutex_unlock(&mu);
             return NULL;
         }
-        pthread_mutex_lock(&mu);
-        int b = -1;
-        for (int i = 0; i < MAILBOX && b < 0; i++)
-            if (c->state[i] == BUF_FREE) b = i;
-        if (b < 0 && c->ready >= 0) { /* all busy: replace the frame nobody took */
-            b = c->ready;
-            c->ready = -1;
-            c->overwritten++;
-        }
-        if (b >= 0) c->state[b] = BUF_WRITING;
-        pthread_mutex_unlock(&mu);
-        if (b < 0) continue; /* cannot happen with MAILBOX > SLOTS + 1; drop the frame */
-        copy_frame(&fr.image, &c->host[b]);
         pthread_mutex_lock(&mu);
         if (c->ready >= 0) {
             c->state[c->ready] = BUF_FREE;

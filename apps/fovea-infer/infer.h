@@ -18,7 +18,7 @@
 
 #define PROG        "fovea-infer"
 #define MAX_CAMERAS 16
-#define SLOTS       2 /* ticks in flight: the GPU runs tick n while tick n-1 goes to the sinks */
+#define SLOTS       3           /* ticks in flight: uploads of n+1, GPU work of n, results of n-1 */
 #define MAILBOX     (SLOTS + 2) /* frame buffers per camera: held by slots, ready, being written */
 #define MAX_LABELS  4096
 
@@ -141,19 +141,25 @@ typedef struct app {
     int n;
     fv_preprocess_desc pd;
     fv_region region[MAX_CAMERAS]; /* of the net input each camera's frame fills */
-    /* what goes to camera i's sink: segmentation overlays, or (classification
-     * of a YUV camera) its frame converted to RGB24 through conv[i] */
-    fv_frame_buffer *out[SLOTS][MAX_CAMERAS];
-    fv_image out_host[SLOTS][MAX_CAMERAS], out_dev[SLOTS][MAX_CAMERAS];
+    /* The ring: one input per camera (its frames, uploaded from the
+     * mailbox), one output per camera with a converted frame (port[i], or
+     * -1): segmentation overlays, or (classification of a YUV camera) its
+     * frame converted to RGB24 through conv[i]; the stage is pre-processing,
+     * the net and post-processing (loop.c) */
+    fv_pipeline *pipe;
+    fv_pipeline_info pinfo;
+    int port[MAX_CAMERAS], nports;
     fv_tensor *conv[MAX_CAMERAS];
-    fv_timer *timer[SLOTS];
-    /* ticks in flight */
-    int busy[SLOTS];
+    /* ticks in flight: slot s = tick % SLOTS, collected in order */
+    int busy[SLOTS], inflight;
     int taken[SLOTS][MAX_CAMERAS], held[SLOTS][MAX_CAMERAS];
     int64_t ts[SLOTS][MAX_CAMERAS];
     struct stats *st;
 } app;
 
+/* Makes a->pipe: the cameras' ports, a->port/nports, the stage (with the
+ * options' CUDA graph). 0, or -1 after printing why. */
+int loop_pipeline(app *a);
 /* Runs ticks until the frames, the duration, the inputs or a signal end
  * them. *end says why; returns 0, or 1 after printing an error. */
 int loop_run(app *a, volatile sig_atomic_t *stop, const char **end);

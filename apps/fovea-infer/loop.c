@@ -10,8 +10,6 @@
 #include <string.h>
 #include "infer.h"
 
-enum { M_START, M_UP, M_PRE, M_NET, M_POST, M_DOWN, M_COUNT };
-
 /* A failed SDK call: the message, and 1. */
 static int failed(const char *what, int cam) {
     if (cam >= 0)
@@ -89,47 +87,84 @@ static int gather(app *a, int s, volatile sig_atomic_t *stop, int *all_ended) {
     return taken;
 }
 
-/* Queues slot s's work on the context's stream. */
-static int queue_tick(app *a, int s) {
+/* The stage: one tick's GPU work on the context's stream (captured once a
+ * slot into a CUDA graph with --cuda-graph). in[i]: camera i's frame on
+ * the device; out[port[i]]: what goes to its sink. Every camera's batch
+ * item is filled, also for a camera with no new frame this tick (its slot
+ * buffer's older frame; the result is not used), so the work is the same
+ * every tick. */
+enum { MARK_PRE, MARK_NET, MARKS };
+#define TRY(call)                                                                                  \
+    do {                                                                                           \
+        fv_status try_ = (call);                                                                   \
+        if (try_ != FV_OK) return try_;                                                            \
+    } while (0)
+
+static fv_status stage_run(fv_pipeline *p, void *user, int slot, const fv_image *in,
+                           const fv_image *out) {
+    app *a = user;
     fv_context *ctx = a->ctx;
     model *m = a->m;
-    fv_timer *t = a->timer[s];
-    if (fv_timer_mark(t, M_START) != FV_OK) return failed("timer", -1);
-    for (int i = 0; i < a->n; i++)
-        if (a->taken[s][i] && fv_frame_buffer_upload(ctx, a->cams[i].buf[a->held[s][i]]) != FV_OK)
-            return failed("upload", i);
-    fv_timer_mark(t, M_UP);
     fv_tensor *input = fv_net_input(m->net, 0);
+    for (int i = 0; i < a->n; i++)
+        TRY(fv_preprocess(ctx, &in[i], input, a->cams[i].index, &a->pd));
+    TRY(fv_pipeline_mark(p, MARK_PRE));
+    TRY(fv_net_forward(m->net));
+    TRY(fv_pipeline_mark(p, MARK_NET));
+    fv_tensor *y = fv_net_output(m->net, 0);
+    if (m->task == TASK_CLASSIFY) TRY(fv_classify_run(m->top[slot], y));
     for (int i = 0; i < a->n; i++) {
-        if (!a->taken[s][i]) continue;
-        const fv_image *frame = &a->cams[i].dev[a->held[s][i]];
-        if (fv_preprocess(ctx, frame, input, a->cams[i].index, &a->pd) != FV_OK)
-            return failed("pre-processing", i);
-    }
-    fv_timer_mark(t, M_PRE);
-    if (fv_net_forward(m->net) != FV_OK) return failed("forward", -1);
-    fv_timer_mark(t, M_NET);
-    fv_tensor *out = fv_net_output(m->net, 0);
-    if (m->task == TASK_CLASSIFY && fv_classify_run(m->top[s], out) != FV_OK)
-        return failed("classification", -1);
-    for (int i = 0; i < a->n; i++) {
-        if (!a->taken[s][i] || !a->out[s][i]) continue;
-        const fv_image *frame = &a->cams[i].dev[a->held[s][i]];
+        if (a->port[i] < 0) continue;
+        fv_image o = out[a->port[i]];
         if (m->task == TASK_SEGMENT) {
-            if (fv_segment_run(m->seg, out, a->cams[i].index, &a->region[i],
-                               a->o->mask_only ? NULL : frame, &a->out_dev[s][i]) != FV_OK)
-                return failed("segmentation", i);
-        } else if (fv_image_pack(ctx, frame, a->conv[i], NULL) != FV_OK ||
-                   fv_image_unpack(ctx, a->conv[i], &a->out_dev[s][i], NULL) != FV_OK) {
-            return failed("frame to RGB", i);
+            TRY(fv_segment_run(m->seg, y, a->cams[i].index, &a->region[i],
+                               a->o->mask_only ? NULL : &in[i], &o));
+        } else {
+            TRY(fv_image_pack(ctx, &in[i], a->conv[i], NULL));
+            TRY(fv_image_unpack(ctx, a->conv[i], &o, NULL));
         }
     }
-    fv_timer_mark(t, M_POST);
+    return FV_OK;
+}
+
+int loop_pipeline(app *a) {
+    fv_pipeline_port in[MAX_CAMERAS], out[MAX_CAMERAS];
+    a->nports = 0;
+    for (int i = 0; i < a->n; i++) {
+        const fv_source_info *si = &a->cams[i].info;
+        in[i] = (fv_pipeline_port){.format = si->format, .width = si->width, .height = si->height};
+        a->port[i] = -1;
+        if (a->conv[i] || (a->m->task == TASK_SEGMENT && a->cams[i].sink)) {
+            a->port[i] = a->nports;
+            out[a->nports++] = (fv_pipeline_port){
+                .format = FV_PIXEL_RGB24, .width = si->width, .height = si->height};
+        }
+    }
+    fv_pipeline_stage st = {.run = stage_run,
+                            .user = a,
+                            .inputs = a->n,
+                            .outputs = a->nports,
+                            .input = in,
+                            .output = out,
+                            .marks = MARKS,
+                            .name = "inference"};
+    fv_pipeline_desc d = {.stage = &st, .slots = SLOTS, .cuda_graph = a->o->cuda_graph};
+    if (fv_pipeline_create(a->ctx, &d, &a->pipe) != FV_OK) {
+        failed("set-up", -1);
+        return -1;
+    }
+    fv_pipeline_info_get(a->pipe, &a->pinfo);
+    return 0;
+}
+
+/* Queues slot s's tick: the new frames' uploads and the stage. */
+static int queue_tick(app *a, int s) {
+    const fv_image *in[MAX_CAMERAS];
     for (int i = 0; i < a->n; i++)
-        if (a->taken[s][i] && a->out[s][i] && fv_frame_buffer_download(ctx, a->out[s][i]) != FV_OK)
-            return failed("download", i);
-    if (fv_timer_mark(t, M_DOWN) != FV_OK) return failed("timer", -1);
+        in[i] = a->taken[s][i] ? &a->cams[i].host[a->held[s][i]] : NULL;
+    if (fv_pipeline_submit_ports(a->pipe, in, a->n, 0) != FV_OK) return failed("tick", -1);
     a->busy[s] = 1;
+    a->inflight++;
     return 0;
 }
 
@@ -144,18 +179,26 @@ static void caption(app *a, int i) {
     (void)fv_sink_set_text(a->cams[i].sink, text); /* a caption that fails is no reason to stop */
 }
 
-/* Waits for slot s's work, reads its results and writes its frames to the
- * sinks. 0, 1 after an error, 2 when a display window was closed. */
+/* Waits for slot s's work (the oldest in flight), reads its results and
+ * writes its frames to the sinks. 0, 1 after an error, 2 when a display
+ * window was closed. */
 static int finish_tick(app *a, int s) {
     stats *st = a->st;
     model *m = a->m;
-    float ms[M_COUNT - 1];
-    for (int k = 0; k < M_COUNT - 1; k++)
-        if (fv_timer_elapsed(a->timer[s], k, k + 1, &ms[k]) != FV_OK) {
-            a->busy[s] = 0;
-            return failed("waiting for the GPU", -1);
-        }
-    for (int k = 0; k < M_COUNT - 1; k++)
+    fv_pipeline_frame done;
+    a->busy[s] = 0;
+    a->inflight--;
+    if (fv_pipeline_collect(a->pipe, 1, &done) != FV_OK) return failed("waiting for the GPU", -1);
+    if (done.slot != s) {
+        fprintf(stderr, PROG ": internal error: slot %d came back for slot %d\n", done.slot, s);
+        return 1;
+    }
+    float pre = 0, net = 0, end = 0;
+    (void)fv_pipeline_mark_ms(a->pipe, MARK_PRE, &pre);
+    (void)fv_pipeline_mark_ms(a->pipe, MARK_NET, &net);
+    (void)fv_pipeline_mark_ms(a->pipe, MARKS, &end);
+    float ms[5] = {done.upload_ms, pre, net - pre, end - net, done.download_ms};
+    for (int k = 0; k < 5; k++)
         st->stage[k] += ms[k], st->window_stage[k] += ms[k];
     st->ticks++, st->window_ticks++;
     int rc = 0;
@@ -171,8 +214,10 @@ static int finish_tick(app *a, int s) {
         if (c->sink && rc == 0 && m->task == TASK_CLASSIFY && c->sink_info.text_overlay)
             caption(a, i);
         if (c->sink && rc == 0) {
-            const fv_image *img = a->out[s][i] ? &a->out_host[s][i] : &c->host[a->held[s][i]];
-            fv_status w = fv_sink_write(c->sink, img, a->ts[s][i]);
+            fv_image img = c->host[a->held[s][i]];
+            if (a->port[i] >= 0 && fv_pipeline_output(a->pipe, a->port[i], &img) != FV_OK)
+                rc = failed("output", i);
+            fv_status w = rc ? FV_OK : fv_sink_write(c->sink, &img, a->ts[s][i]);
             if (w == FV_ERR_END_OF_STREAM) {
                 rc = 2;
             } else if (w != FV_OK) {
@@ -183,11 +228,11 @@ static int finish_tick(app *a, int s) {
         stats_latency(st, (float)((double)(now_ns() - a->ts[s][i]) * 1e-6));
         cs->frames++, cs->window_frames++;
     }
+    fv_pipeline_release(a->pipe);
     capture_lock(); /* the frames go back to their mailboxes */
     for (int i = 0; i < a->n; i++)
         if (a->taken[s][i]) a->cams[i].state[a->held[s][i]] = BUF_FREE;
     capture_unlock();
-    a->busy[s] = 0;
     return rc;
 }
 
@@ -208,8 +253,12 @@ int loop_run(app *a, volatile sig_atomic_t *stop, const char **end) {
     const options *o = a->o;
     double t0 = now_s(), last = t0;
     long ticks = 0;
-    int rc = 0, prev = -1;
+    int rc = 0;
+    /* ticks kept in flight after queueing one: SLOTS - 1 (the ring's other
+     * slot is being gathered into), one in the low-latency mode */
+    int depth = o->low_latency ? 0 : SLOTS - 1;
     *end = "done";
+#define OLDEST ((int)((ticks - a->inflight) % SLOTS))
     while (rc == 0) {
         if (*stop) {
             *end = "interrupted";
@@ -224,12 +273,10 @@ int loop_run(app *a, volatile sig_atomic_t *stop, const char **end) {
             break;
         }
         /* no frame waiting: the cameras are slower than the GPU, so finish the
-         * tick in flight now rather than after the next frame (latency) */
-        if (prev >= 0 && !any_ready(a)) {
-            rc = finish_tick(a, prev);
-            prev = -1;
-            if (rc != 0) break;
-        }
+         * ticks in flight now rather than after the next frame (latency) */
+        while (rc == 0 && a->inflight > 0 && !any_ready(a))
+            rc = finish_tick(a, OLDEST);
+        if (rc != 0) break;
         int s = (int)(ticks % SLOTS), all_ended = 0;
         int taken = gather(a, s, stop, &all_ended);
         if (all_ended) {
@@ -239,12 +286,8 @@ int loop_run(app *a, volatile sig_atomic_t *stop, const char **end) {
         if (taken == 0) continue; /* interrupted while waiting */
         if ((rc = queue_tick(a, s)) != 0) break;
         ticks++;
-        if (prev >= 0) rc = finish_tick(a, prev);
-        prev = s;
-        if (o->low_latency && rc == 0) {
-            rc = finish_tick(a, s);
-            prev = -1;
-        }
+        while (rc == 0 && a->inflight > depth)
+            rc = finish_tick(a, OLDEST);
         double now = now_s();
         if (now - last >= 1.0) {
             if (!o->quiet) report_status(o, a->m, a->cams, a->n, a->st, now - last, now - t0);
@@ -252,10 +295,10 @@ int loop_run(app *a, volatile sig_atomic_t *stop, const char **end) {
         }
     }
     if (rc == 2) *end = "output closed", rc = 0;
-    for (int s = 0; s < SLOTS; s++) /* the tick still in flight */
-        if (a->busy[s]) {
-            int r = finish_tick(a, s);
-            if (rc == 0 && r == 1) rc = 1;
-        }
+    while (a->inflight > 0) { /* the ticks still in flight */
+        int r = finish_tick(a, OLDEST);
+        if (rc == 0 && r == 1) rc = 1;
+    }
+#undef OLDEST
     return rc;
 }

@@ -297,7 +297,9 @@ static fv_context *make_context(const options *o, const camera *cams, int n) {
     for (int i = 0; i < n; i++) {
         const fv_source_info *si = &cams[i].info;
         size_t px = (size_t)si->width * si->height;
-        frames += MAILBOX * (fv_image_bytes(si->format, si->width, si->height) + FV_ALIGN);
+        /* the mailbox, and the ring's copy of each frame */
+        frames +=
+            (MAILBOX + SLOTS) * (fv_image_bytes(si->format, si->width, si->height) + FV_ALIGN);
         outs += SLOTS * (4 * px + FV_ALIGN);
         conv += 16 * px + FV_ALIGN; /* F16 x 8 channels: a YUV frame on its way to RGB */
     }
@@ -351,16 +353,6 @@ static int make_output(app *a, int i) {
     if (i >= o->noutputs) return 0;
     int convert = a->m->task == TASK_SEGMENT || !sink_format_ok(si->format);
     fv_pixel_format of = convert ? FV_PIXEL_RGB24 : si->format;
-    for (int s = 0; convert && s < SLOTS; s++) {
-        if (fv_frame_buffer_create(a->ctx, FV_PIXEL_RGB24, si->width, si->height, &a->out[s][i]) !=
-            FV_OK) {
-            fprintf(stderr, PROG ": output %d: %s\n", i, fv_last_error());
-            return -1;
-        }
-        fv_frame_buffer_info fi;
-        fv_frame_buffer_info_get(a->out[s][i], &fi);
-        a->out_host[s][i] = fi.host, a->out_dev[s][i] = fi.device;
-    }
     if (convert && a->m->task == TASK_CLASSIFY) {
         fv_tensor_desc td = {.dtype = fv_context_backend(a->ctx) == FV_BACKEND_CPU ? FV_DTYPE_F32
                                                                                    : FV_DTYPE_F16,
@@ -457,11 +449,7 @@ static int run(options *o) {
     }
     for (int i = 0; i < n; i++)
         if (capture_buffers(&cams[i], ctx) != 0 || make_output(&a, i) != 0) goto done;
-    for (int s = 0; s < SLOTS; s++)
-        if (fv_timer_create(ctx, 6, &a.timer[s]) != FV_OK) {
-            fprintf(stderr, PROG ": %s\n", fv_last_error());
-            goto done;
-        }
+    if (loop_pipeline(&a) != 0) goto done;
     if (!o->json) print_setup(&a);
     st.rng = 12345;
     if (capture_start(cams, n) != 0) goto done;
@@ -488,11 +476,7 @@ done:
     for (int i = 0; i < n; i++)
         fv_sink_close(cams[i].sink);
     if (ctx) fv_context_synchronize(ctx);
-    for (int s = 0; s < SLOTS; s++) {
-        fv_timer_destroy(a.timer[s]);
-        for (int i = 0; i < n; i++)
-            fv_frame_buffer_destroy(a.out[s][i]);
-    }
+    fv_pipeline_destroy(a.pipe);
     for (int i = 0; i < n; i++)
         fv_tensor_destroy(a.conv[i]);
     model_free(&m);

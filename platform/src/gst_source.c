@@ -371,4 +371,4 @@ static fv_status capture_gst(fv_source *src, uint32_t flags, fv_source_frame *ou
     return FV_OK;
 }
 
-static const fv__source_ops gst_ops = {capture_gst, close_gst};
+static const fv__source_ops gst_ops = {capture_gst, close_gst, NULL};

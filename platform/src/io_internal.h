@@ -20,7 +20,18 @@ typedef struct fv__source_ops {
      * or close. Statuses as fv_source_capture. */
     fv_status (*capture)(fv_source *src, uint32_t flags, fv_source_frame *out);
     void (*close)(fv_source *src); /* frees impl */
+    /* Optional (NULL: capture, then a copy): as capture, but the frame is
+     * made in dst (checked by source.c: the source's format and size, data
+     * set); out->image is *dst, out->bytes 0 (source.c fills it). */
+    fv_status (*capture_into)(fv_source *src, uint32_t flags, const fv_image *dst,
+                              fv_source_frame *out);
 } fv__source_ops;
+
+/* Whole-frame host copies (copy.c): rows split between a few threads when
+ * the frame is large. Strides 0 mean dense; NV12 copies both planes. */
+void fv__copy_rows(void *dst, size_t dstride, const void *src, size_t sstride, size_t row,
+                   size_t rows);
+void fv__copy_image(const fv_image *src, const fv_image *dst);
 
 struct fv_source {
     const fv__source_ops *ops;

@@ -235,6 +235,57 @@ fv_status fv_source_capture(fv_source *src, uint32_t flags, fv_source_frame *out
     return src->ops->capture(src, flags, out);
 }
 
+fv_status fv_source_capture_into(fv_source *src, uint32_t flags, const fv_image *dst,
+                                 fv_source_frame *out) {
+    const char *op = "source_capture_into";
+    if (!src || !dst || !out)
+        return fv__error(FV_ERR_BAD_PARAM, "%s: %s is NULL", op,
+                         !src   ? "src"
+                         : !dst ? "dst"
+                                : "out");
+    const fv_source_info *i = &src->info;
+    if (dst->format != i->format || dst->width != i->width || dst->height != i->height ||
+        !dst->data)
+        return fv__error(
+            FV_ERR_BAD_PARAM, "%s: '%s': dst is %dx%d %s%s, but the source gives %dx%d %s", op,
+            src->desc.uri, dst->width, dst->height, fv_pixel_format_name(dst->format),
+            dst->data ? "" : " with no data", i->width, i->height, fv_pixel_format_name(i->format));
+    int nv12 = i->format == FV_PIXEL_NV12;
+    size_t row = nv12 ? (size_t)i->width : fv_image_bytes(i->format, i->width, 1);
+    if (dst->stride && dst->stride < row)
+        return fv__error(FV_ERR_BAD_PARAM, "%s: dst stride %zu < row of %zu bytes", op, dst->stride,
+                         row);
+    if (flags & ~(uint32_t)FV_SOURCE_CAPTURE_LATEST)
+        return fv__error(FV_ERR_BAD_PARAM, "%s: unknown flags 0x%x", op, (unsigned)flags);
+    memset(out, 0, sizeof *out);
+    out->buffer_index = -1;
+    fv_status s;
+    if (src->ops->capture_into) {
+        s = src->ops->capture_into(src, flags, dst, out);
+    } else {
+        s = src->ops->capture(src, flags, out);
+        const fv_image *f = &out->image;
+        if (s == FV_OK &&
+            (f->format != i->format || f->width != i->width || f->height != i->height))
+            s = fv__error(FV_ERR_FORMAT,
+                          "%s: '%s': frame %dx%d %s, but the input opened as %dx%d %s", op,
+                          src->desc.uri, f->width, f->height, fv_pixel_format_name(f->format),
+                          i->width, i->height, fv_pixel_format_name(i->format));
+        if (s == FV_OK) fv__copy_image(f, dst);
+        out->image = *dst;
+        out->buffer_index = -1;
+    }
+    if (s != FV_OK) return s;
+    size_t stride = dst->stride ? dst->stride : row;
+    out->image.stride = stride;
+    out->bytes = stride * (size_t)i->height;
+    if (nv12) {
+        size_t uvs = dst->uv_stride ? dst->uv_stride : stride;
+        out->bytes = dst->uv ? out->bytes : out->bytes + uvs * (size_t)(i->height / 2);
+    }
+    return FV_OK;
+}
+
 fv_status fv_source_info_get(const fv_source *src, fv_source_info *out) {
     if (!src || !out)
         return fv__error(FV_ERR_BAD_PARAM, "source_info_get: %s is NULL", src ? "out" : "src");

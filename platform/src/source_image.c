@@ -112,7 +112,7 @@ static void image_close(fv_source *src) {
     src->impl = NULL;
 }
 
-static const fv__source_ops image_ops = {image_capture, image_close};
+static const fv__source_ops image_ops = {image_capture, image_close, NULL};
 
 static int yuv_size_ok(fv_pixel_format f, int w, int h) {
     if (f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY) return (w & 1) == 0;

@@ -116,7 +116,10 @@ static fv_status pace(fv_source *src, test_src *t, uint32_t flags, uint64_t *ski
     return FV_OK;
 }
 
-static fv_status test_capture(fv_source *src, uint32_t flags, fv_source_frame *out) {
+/* The next frame into dst (the caller's buffer, checked by source.c), or
+ * into the source's own frame when dst is NULL. */
+static fv_status test_make(fv_source *src, uint32_t flags, const fv_image *dst,
+                           fv_source_frame *out) {
     test_src *t = src->impl;
     if (t->frames > 0 && t->next >= (uint64_t)t->frames) {
         if (!src->desc.loop)
@@ -157,15 +160,27 @@ static fv_status test_capture(fv_source *src, uint32_t flags, fv_source_frame *o
         s = fv__host_convert(&window, &t->frame);
         if (s != FV_OK) return s;
     } else {
+        /* the plain moving window: straight into the caller's buffer */
+        const fv_image *to = dst ? dst : &t->frame;
         size_t row = (size_t)w * bpp;
-        for (int r = 0; r < h; r++)
-            memcpy((unsigned char *)t->frame.data + (size_t)r * row,
-                   (const unsigned char *)window.data + (size_t)r * window.stride, row);
+        fv__copy_rows(to->data, to->stride ? to->stride : row, window.data, window.stride, row,
+                      (size_t)h);
+        if (dst) {
+            out->image = *dst;
+            dst = NULL;
+        } else {
+            out->image = t->frame;
+        }
+    }
+    if (dst) { /* items or YUV: made in the source's frame */
+        fv__copy_image(&t->frame, dst);
+        out->image = *dst;
+    } else if (!out->image.data) {
+        out->image = t->frame;
     }
     t->next++;
     t->tick++;
-    out->image = t->frame;
-    out->bytes = t->bytes;
+    out->bytes = out->image.data == t->frame.data ? t->bytes : 0; /* 0: source.c fills it */
     out->timestamp_ns = fv__now_ns();
     out->sequence = src->sequence++;
     out->dropped = t->dropped;
@@ -184,7 +199,16 @@ static void test_close(fv_source *src) {
     src->impl = NULL;
 }
 
-static const fv__source_ops test_ops = {test_capture, test_close};
+static fv_status test_capture(fv_source *src, uint32_t flags, fv_source_frame *out) {
+    return test_make(src, flags, NULL, out);
+}
+
+static fv_status test_capture_into(fv_source *src, uint32_t flags, const fv_image *dst,
+                                   fv_source_frame *out) {
+    return test_make(src, flags, dst, out);
+}
+
+static const fv__source_ops test_ops = {test_capture, test_close, test_capture_into};
 
 static fv_status open_canvas(fv_source *src, test_src *t, int w, int h, fv_pixel_format f) {
     const char *op = "source_open: test://";

@@ -649,7 +649,7 @@ static fv_status v4l2_capture(fv_source *src, uint32_t flags, fv_source_frame *o
     return FV_OK;
 }
 
-static const fv__source_ops v4l2_ops = {v4l2_capture, v4l2_close};
+static const fv__source_ops v4l2_ops = {v4l2_capture, v4l2_close, NULL};
 
 fv_status fv__source_open_v4l2(fv_source *src, const char *device) {
     if (!device || device[0] != '/' || strlen(device) >= sizeof((v4l2_src *)0)->path)

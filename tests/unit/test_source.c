@@ -676,6 +676,72 @@ static int group_teardown(void **state) {
     return 0;
 }
 
+/* fv_source_capture_into: the frames fv_source_capture gives, written into
+ * the caller's buffer (strided, NV12 with its own UV plane): test:// makes
+ * its window there (large frames: rows split between threads), test://
+ * with items and file:// images copy theirs; a buffer of another size is
+ * refused. */
+static void capture_into_case(const char *uri, fv_pixel_format fmt, int w, int h, int frames) {
+    fv_source *a = open_src(&(fv_source_desc){.uri = uri, .width = w, .height = h, .format = fmt});
+    fv_source *b = open_src(&(fv_source_desc){.uri = uri, .width = w, .height = h, .format = fmt});
+    fv_source_info info;
+    FV_ASSERT_OK(fv_source_info_get(a, &info));
+    int nv12 = info.format == FV_PIXEL_NV12;
+    size_t row = nv12 ? (size_t)info.width : fv_image_bytes(info.format, info.width, 1);
+    size_t stride = row + 40, rows = (size_t)info.height;
+    unsigned char *y = malloc(stride * rows), *uv = malloc(stride * rows / 2 + 1);
+    fv_image dst = {.format = info.format,
+                    .width = info.width,
+                    .height = info.height,
+                    .stride = stride,
+                    .data = y,
+                    .uv = nv12 ? uv : NULL,
+                    .uv_stride = nv12 ? stride : 0};
+    for (int i = 0; i < frames; i++) {
+        fv_source_frame fa, fb;
+        memset(y, 0xAB, stride * rows);
+        FV_ASSERT_OK(fv_source_capture_into(a, 0, &dst, &fa));
+        FV_ASSERT_OK(fv_source_capture(b, 0, &fb));
+        assert_ptr_equal(fa.image.data, y);
+        assert_int_equal(fa.image.stride, stride);
+        assert_int_equal(fa.sequence, fb.sequence);
+        assert_int_equal(fa.bytes, stride * rows);
+        size_t fs = fb.image.stride ? fb.image.stride : row;
+        for (size_t r = 0; r < rows; r++)
+            if (memcmp(y + r * stride, (unsigned char *)fb.image.data + r * fs, row) != 0)
+                fail_msg("%s: frame %d row %zu differs from fv_source_capture's", uri, i, r);
+        if (nv12) {
+            const unsigned char *fuv =
+                fb.image.uv ? fb.image.uv : (unsigned char *)fb.image.data + fs * rows;
+            size_t fuvs = fb.image.uv_stride ? fb.image.uv_stride : fs;
+            for (size_t r = 0; r < rows / 2; r++)
+                if (memcmp(uv + r * stride, fuv + r * fuvs, row) != 0)
+                    fail_msg("%s: frame %d UV row %zu differs", uri, i, r);
+        }
+    }
+    fv_image bad = dst;
+    bad.width--;
+    fv_source_frame f;
+    FV_ASSERT_STATUS(fv_source_capture_into(a, 0, &bad, &f), FV_ERR_BAD_PARAM, "but the source");
+    bad = dst, bad.stride = row - 1;
+    FV_ASSERT_STATUS(fv_source_capture_into(a, 0, &bad, &f), FV_ERR_BAD_PARAM, "stride");
+    FV_ASSERT_STATUS(fv_source_capture_into(a, 0, NULL, &f), FV_ERR_BAD_PARAM, "dst is NULL");
+    free(y), free(uv);
+    fv_source_close(a);
+    fv_source_close(b);
+}
+
+static void capture_into(void **state) {
+    (void)state;
+    capture_into_case("test://?fps=0", FV_PIXEL_RGB24, 97, 41, 3);
+    capture_into_case("test://?fps=0", FV_PIXEL_RGB24, 1280, 720, 3); /* > 1 MB: split */
+    capture_into_case("test://?fps=0", FV_PIXEL_NV12, 64, 36, 2);
+    capture_into_case("test://?fps=0&items=3", FV_PIXEL_RGB24, 96, 64, 2);
+    char uri[1100];
+    snprintf(uri, sizeof uri, "file://%s", fv_test_data_path("astronaut.png"));
+    capture_into_case(uri, 0, 0, 0, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(dispatcher_errors),
@@ -693,6 +759,7 @@ int main(void) {
         cmocka_unit_test(test_extreme_shapes),
         cmocka_unit_test(convert),
         cmocka_unit_test(test_items),
+        cmocka_unit_test(capture_into),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -115,6 +115,18 @@ fv_status fv_source_open(const fv_source_desc *desc, fv_source **out);
  * for), FV_ERR_IO / FV_ERR_FORMAT (a broken frame or file). */
 fv_status fv_source_capture(fv_source *src, uint32_t flags, fv_source_frame *out);
 
+/* As fv_source_capture, but the frame's pixels land in dst, the caller's
+ * host buffer of the source's format and size (any stride of at least a
+ * row; NV12 with its UV plane where dst.uv says, else after the Y plane),
+ * e.g. a pinned frame buffer the GPU uploads from. Sources that make their
+ * frames (test://) make them there, with no copy in between; the others
+ * copy their frame there (rows split between a few threads for large
+ * frames). out->image is dst (stride filled). Returns as fv_source_capture,
+ * and FV_ERR_BAD_PARAM for a dst of another format or size. In user-pointer
+ * mode the frame is copied, and out->buffer_index is -1. */
+fv_status fv_source_capture_into(fv_source *src, uint32_t flags, const fv_image *dst,
+                                 fv_source_frame *out);
+
 /* Fills *out with what was negotiated. FV_ERR_BAD_PARAM for NULL. */
 fv_status fv_source_info_get(const fv_source *src, fv_source_info *out);
 
