@@ -42,13 +42,13 @@ void run_print_layers(FILE *f, fv_net *net, int json) {
                 ",\"net\":{\"layers\":%d,\"builder_layers\":%d,\"convolutions\":%d,"
                 "\"arena_bytes\":%zu,\"arena_lower_bound\":%zu,\"weight_bytes\":%zu,"
                 "\"io_bytes\":%zu,\"workspace_bytes\":%zu,\"cuda_graph\":%d,\"fused_bn\":%d,"
-                "\"fused_act\":%d,\"inplace\":%d}",
+                "\"fused_act\":%d,\"inplace\":%d,\"concat_elided\":%d}",
                 info.layers, info.builder_layers, info.convolutions, info.arena_bytes,
                 info.arena_lower_bound, info.weight_bytes, info.io_bytes, info.workspace_bytes,
-                info.cuda_graph, info.fused_bn, info.fused_act, info.inplace);
+                info.cuda_graph, info.fused_bn, info.fused_act, info.inplace, info.concat_elided);
         fprintf(f, ",\"layers\":[");
     } else {
-        fprintf(f, "%-4s %-32s %-12s %-10s %-20s %-8s %-28s %8s %8s %8s\n", "#", "layer", "op",
+        fprintf(f, "%-4s %-32s %-12s %-10s %-20s %-9s %-28s %8s %8s %8s\n", "#", "layer", "op",
                 "fused", "output (N,C,H,W)", "path", "engine", "wspace", "offset", "bytes");
     }
     for (int i = 0; i < info.layers; i++) {
@@ -73,7 +73,7 @@ void run_print_layers(FILE *f, fv_net *net, int json) {
             continue;
         }
         snprintf(shape, sizeof shape, "%d,%d,%d,%d", l.n, l.c, l.h, l.w);
-        fprintf(f, "%-4d %-32.32s %-12s %-10s %-20s %-8s %-28.28s %8s %8s %8s\n", i, l.name, l.op,
+        fprintf(f, "%-4d %-32.32s %-12s %-10s %-20s %-9s %-28.28s %8s %8s %8s\n", i, l.name, l.op,
                 l.fused, shape, l.path, l.engine, mib(l.workspace_bytes, a, sizeof a),
                 mib(l.offset, b, sizeof b), mib(l.bytes, c, sizeof c));
     }
@@ -84,10 +84,10 @@ void run_print_layers(FILE *f, fv_net *net, int json) {
     char a[16], b[16], c[16], d[16];
     fprintf(f,
             "%d layers after fusion (%d as built; %d convolutions; BN folded %d, activations "
-            "fused %d, in place %d)\narena %s (lower bound %s), weights %s, largest workspace "
-            "%s%s\n",
+            "fused %d, in place %d, concat inputs written in place %d)\narena %s (lower bound %s), "
+            "weights %s, largest workspace %s%s\n",
             info.layers, info.builder_layers, info.convolutions, info.fused_bn, info.fused_act,
-            info.inplace, mib(info.arena_bytes, a, sizeof a),
+            info.inplace, info.concat_elided, mib(info.arena_bytes, a, sizeof a),
             mib(info.arena_lower_bound, b, sizeof b), mib(info.weight_bytes, c, sizeof c),
             mib(info.workspace_bytes, d, sizeof d), info.cuda_graph ? ", CUDA graph" : "");
 }

@@ -1,12 +1,14 @@
 /* fv_net on the GPU against the CPU FP32 reference: every layer kind (each
  * in a small net of its own, random inputs and weights), a residual net with
  * every fusion, its CUDA graph against eager launches, the precision report,
- * and no allocation across many inferences. */
+ * no allocation across many inferences, and concats whose inputs are
+ * written in place (strided views) against copied ones. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "fv_test.h"
+#include "fv_test_nets.h"
 
 static fv_context *g_gpu;
 
@@ -446,13 +448,102 @@ static void test_residual_graph_compare(void **state) {
     fv_net_builder_destroy(b);
 }
 
+/* Runs b on the GPU with flags; all outputs, concatenated. */
+static float *gpu_outputs(const fv_net_builder *b, uint32_t flags, const float *in, size_t nin,
+                          size_t *count, int *elided) {
+    fv_net *g;
+    FV_ASSERT_OK(fv_net_create(g_gpu, b, &(fv_net_desc){.flags = flags}, &g));
+    fv_net_info info;
+    FV_ASSERT_OK(fv_net_info_get(g, &info));
+    *elided = info.concat_elided;
+    fv_test_net_check_no_overlap(g);
+    FV_ASSERT_OK(fv_net_input_upload(g, 0, in, nin));
+    FV_ASSERT_OK(fv_net_forward(g));
+    size_t total = 0;
+    fv_tensor_shape sh;
+    for (int i = 0; i < fv_net_output_count(g); i++) {
+        FV_ASSERT_OK(fv_tensor_shape_get(fv_net_output(g, i), &sh));
+        total += (size_t)sh.n * sh.h * sh.w * sh.c;
+    }
+    float *out = malloc(total * sizeof *out), *at = out;
+    assert_non_null(out);
+    for (size_t k = 0; k < total; k++)
+        out[k] = NAN;
+    for (int i = 0; i < fv_net_output_count(g); i++) {
+        FV_ASSERT_OK(fv_tensor_shape_get(fv_net_output(g, i), &sh));
+        size_t n = (size_t)sh.n * sh.h * sh.w * sh.c;
+        FV_ASSERT_OK(fv_net_output_download(g, i, at, n));
+        at += n;
+    }
+    fv_net_destroy(g);
+    *count = total;
+    return out;
+}
+
+/* One net with concats: GPU (views, eager and graph; copies) against the
+ * CPU; views against copies on the GPU; the precision report layer by layer
+ * (it downloads every view). */
+static void concat_case(const char *what, fv_net_builder *b, int elided) {
+    double e = gpu_vs_cpu(b, 0), eg = gpu_vs_cpu(b, FV_NET_CUDA_GRAPH),
+           ec = gpu_vs_cpu(b, FV_NET_NO_CONCAT_VIEWS);
+    fv_tensor_shape sh;
+    fv_net *g, *c;
+    FV_ASSERT_OK(fv_net_create(g_gpu, b, NULL, &g));
+    FV_ASSERT_OK(fv_tensor_shape_get(fv_net_input(g, 0), &sh));
+    size_t nin = (size_t)sh.n * sh.h * sh.w * sh.c, n1, n2;
+    float *in = rnd(nin, -2, 2);
+    int el_on, el_off;
+    float *a = gpu_outputs(b, 0, in, nin, &n1, &el_on);
+    float *r = gpu_outputs(b, FV_NET_NO_CONCAT_VIEWS, in, nin, &n2, &el_off);
+    assert_int_equal(n1, n2);
+    double eo = fv_test_rel_l2(a, r, n1);
+    printf("  %-22s elided %d: rel L2 vs CPU %.2e (graph %.2e, copies %.2e), views vs copies "
+           "%.2e\n",
+           what, el_on, e, eg, ec, eo);
+    assert_int_equal(el_on, elided);
+    assert_int_equal(el_off, 0);
+    if (!(e <= 5e-3 && eg <= 5e-3 && ec <= 5e-3))
+        fail_msg("%s: GPU vs CPU rel L2 %g (graph %g, copies %g)", what, e, eg, ec);
+    if (!(eo <= 1e-3)) fail_msg("%s: views vs copies on the GPU: rel L2 %g", what, eo);
+
+    fv_context *cpu = fv_test_cpu_context(0);
+    FV_ASSERT_OK(fv_net_create(cpu, b, NULL, &c));
+    fv_net_info info;
+    FV_ASSERT_OK(fv_net_info_get(g, &info));
+    FV_ASSERT_OK(fv_net_input_upload(g, 0, in, nin));
+    fv_net_layer_error *err = calloc((size_t)info.layers, sizeof *err);
+    FV_ASSERT_OK(fv_net_compare(g, c, err, info.layers));
+    for (int i = 0; i < info.layers; i++) {
+        fv_net_layer_info li;
+        FV_ASSERT_OK(fv_net_layer_info_get(g, i, &li));
+        if (!(err[i].rel_l2 <= 5e-3))
+            fail_msg("%s: layer '%s' (%s, %s): rel L2 %g", what, li.name, li.op, li.path,
+                     err[i].rel_l2);
+    }
+    free(err), free(in), free(a), free(r);
+    fv_net_destroy(c);
+    fv_net_destroy(g);
+    fv_context_destroy(cpu);
+}
+
+static void test_concat_views(void **state) {
+    (void)state;
+    fv_test_seed(44);
+    fv_net_builder *nets[3] = {fv_test_net_unet(2), fv_test_net_concat_mix(3),
+                               fv_test_net_concat_convs(2)};
+    concat_case("UNet", nets[0], 1);
+    concat_case("resize/pool/act/...", nets[1], 6);
+    concat_case("convolutions", nets[2], 0);
+    for (int i = 0; i < 3; i++)
+        fv_net_builder_destroy(nets[i]);
+}
+
 int main(void) {
     g_gpu = fv_test_gpu_context_or_skip();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_layers),
-        cmocka_unit_test(test_residual_graph_compare),
-        cmocka_unit_test(test_f32_storage),
-        cmocka_unit_test(test_fc_cublaslt),
+        cmocka_unit_test(test_layers),       cmocka_unit_test(test_residual_graph_compare),
+        cmocka_unit_test(test_f32_storage),  cmocka_unit_test(test_fc_cublaslt),
+        cmocka_unit_test(test_concat_views),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     fv_context_destroy(g_gpu);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fv_test.h"
+#include "fv_test_nets.h"
 #include "net/net_internal.h"
 
 static float *rand_floats(size_t n, float lo, float hi) {
@@ -320,11 +321,167 @@ static void test_arena_near_bound(void **state) {
     free(w);
 }
 
+/* ---- concat without a copy ------------------------------------------------------- */
+/* Runs net on in (random, input 0) and returns every output, concatenated. */
+static float *outputs_of(fv_net *net, const float *in, size_t nin, size_t *count) {
+    FV_ASSERT_OK(fv_net_input_upload(net, 0, in, nin));
+    FV_ASSERT_OK(fv_net_forward(net));
+    size_t total = 0;
+    fv_tensor_shape sh;
+    for (int i = 0; i < fv_net_output_count(net); i++) {
+        FV_ASSERT_OK(fv_tensor_shape_get(fv_net_output(net, i), &sh));
+        total += (size_t)sh.n * sh.h * sh.w * sh.c;
+    }
+    float *out = malloc(total * sizeof *out), *at = out;
+    assert_non_null(out);
+    for (int i = 0; i < fv_net_output_count(net); i++) {
+        FV_ASSERT_OK(fv_tensor_shape_get(fv_net_output(net, i), &sh));
+        size_t n = (size_t)sh.n * sh.h * sh.w * sh.c;
+        FV_ASSERT_OK(fv_net_output_download(net, i, at, n));
+        at += n;
+    }
+    *count = total;
+    return out;
+}
+
+/* The path fv_net_layer_info_get gives the layer named name. */
+static const char *layer_path(fv_net *net, const char *name) {
+    static fv_net_layer_info li;
+    fv_net_info info;
+    FV_ASSERT_OK(fv_net_info_get(net, &info));
+    for (int i = 0; i < info.layers; i++) {
+        FV_ASSERT_OK(fv_net_layer_info_get(net, i, &li));
+        if (!strcmp(li.name, name)) return li.path;
+    }
+    fail_msg("no layer '%s'", name);
+    return NULL;
+}
+
+/* b built with concat views (default) and without (FV_NET_NO_CONCAT_VIEWS,
+ * FV_NET_NO_FUSION): the same outputs bit for bit (every value is computed
+ * by the same FP32 code, only where it is stored changes), elided inputs
+ * as expected, no live tensors overlapping, the arena at its bound or
+ * within 1.10x of it, and the precision report of the net against a twin
+ * exact (it reads every layer's output, views included). */
+static void check_views(fv_net_builder *b, int elided, const char *const *paths, int npaths) {
+    fv_context *ctx = fv_test_cpu_context(0);
+    fv_net *on, *off, *plain, *twin;
+    FV_ASSERT_OK(fv_net_create(ctx, b, NULL, &on));
+    FV_ASSERT_OK(fv_net_create(ctx, b, &(fv_net_desc){.flags = FV_NET_NO_CONCAT_VIEWS}, &off));
+    FV_ASSERT_OK(fv_net_create(ctx, b, &(fv_net_desc){.flags = FV_NET_NO_FUSION}, &plain));
+    fv_net_info ion, ioff, iplain;
+    FV_ASSERT_OK(fv_net_info_get(on, &ion));
+    FV_ASSERT_OK(fv_net_info_get(off, &ioff));
+    FV_ASSERT_OK(fv_net_info_get(plain, &iplain));
+    assert_int_equal(ion.concat_elided, elided);
+    assert_int_equal(ioff.concat_elided, 0);
+    assert_int_equal(iplain.concat_elided, 0);
+    for (int i = 0; i < npaths; i += 2) {
+        assert_string_equal(layer_path(on, paths[i]), paths[i + 1]);
+        assert_string_equal(layer_path(off, paths[i]), "kernel");
+    }
+    fv_net *nets[3] = {on, off, plain};
+    const fv_net_info *infos[3] = {&ion, &ioff, &iplain};
+    for (int k = 0; k < 3; k++) {
+        fv_test_net_check_no_overlap(nets[k]);
+        const fv_net_info *in = infos[k];
+        assert_true(in->arena_bytes >= in->arena_lower_bound);
+        if ((double)in->arena_bytes > 1.10 * (double)in->arena_lower_bound)
+            fail_msg("net %d: arena %zu > 1.10 x bound %zu", k, in->arena_bytes,
+                     in->arena_lower_bound);
+    }
+    /* a copy saved is an activation less */
+    if (elided) assert_true(ion.arena_lower_bound <= ioff.arena_lower_bound);
+
+    fv_tensor_shape sh;
+    FV_ASSERT_OK(fv_tensor_shape_get(fv_net_input(on, 0), &sh));
+    size_t nin = (size_t)sh.n * sh.h * sh.w * sh.c, n1, n2, n3;
+    float *in = rand_floats(nin, -2, 2);
+    float *a = outputs_of(on, in, nin, &n1), *r = outputs_of(off, in, nin, &n2);
+    float *p = outputs_of(plain, in, nin, &n3);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(a, r, n1 * sizeof *a);
+    double e = fv_test_rel_l2(p, r, n1);
+    if (e > 1e-5) fail_msg("views vs unfused: rel L2 %g", e);
+
+    fv_net_layer_error *err = calloc((size_t)ion.layers, sizeof *err);
+    FV_ASSERT_OK(fv_net_create(ctx, b, NULL, &twin));
+    FV_ASSERT_OK(fv_net_compare(on, twin, err, ion.layers));
+    for (int i = 0; i < ion.layers; i++)
+        assert_true(err[i].rel_l2 == 0.0);
+    /* nothing allocated per forward */
+    fv_pool_stats s0, s1;
+    FV_ASSERT_OK(fv_pool_stats_get(fv_context_pool(ctx, FV_POOL_DEVICE), &s0));
+    for (int k = 0; k < 5; k++)
+        FV_ASSERT_OK(fv_net_forward(on));
+    FV_ASSERT_OK(fv_pool_stats_get(fv_context_pool(ctx, FV_POOL_DEVICE), &s1));
+    assert_int_equal(s0.carve_outs, s1.carve_outs);
+    free(err), free(in), free(a), free(r), free(p);
+    fv_net_destroy(twin);
+    fv_net_destroy(on);
+    fv_net_destroy(off);
+    fv_net_destroy(plain);
+    fv_context_destroy(ctx);
+}
+
+/* UNet: the upsample writes its half of the decoder's concat; the skip (a
+ * convolution's output) is copied. */
+static void test_concat_views_unet(void **state) {
+    (void)state;
+    fv_test_seed(41);
+    fv_net_builder *b = fv_test_net_unet(2);
+    static const char *const paths[] = {"cat", "view+copy"};
+    check_views(b, 1, paths, 2);
+    fv_net_builder_destroy(b);
+}
+
+/* Resize, pool, activation, affine and softmax write their slices; a
+ * concat inside a concat is itself a slice; a concat that is a net output
+ * hosts slices; binary and pad read slices; a net input and a tensor a
+ * convolution reads are copied. */
+static void test_concat_views_producers(void **state) {
+    (void)state;
+    fv_test_seed(42);
+    fv_net_builder *b = fv_test_net_concat_mix(2);
+    static const char *const paths[] = {"inner", "view", "outer", "view+copy", "cat2", "view"};
+    check_views(b, 6, paths, 6);
+    fv_net_builder_destroy(b);
+}
+
+/* Convolutions write dense tensors: nothing is elided. */
+static void test_concat_views_convs(void **state) {
+    (void)state;
+    fv_test_seed(43);
+    fv_net_builder *b = fv_test_net_concat_convs(3);
+    static const char *const paths[] = {"cat", "kernel"};
+    check_views(b, 0, paths, 2);
+    fv_net_builder_destroy(b);
+}
+
+/* The small residual net's concat [pool, slice of pool]: both written in
+ * place, the slice reading the pool's view. */
+static void test_concat_views_small(void **state) {
+    (void)state;
+    small_net m;
+    small_init(&m);
+    fv_net_builder *b = make_small(&m, 2);
+    static const char *const paths[] = {"cat", "view"};
+    check_views(b, 2, paths, 2);
+    fv_net_builder_destroy(b);
+    small_free(&m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plan_random),      cmocka_unit_test(test_plan_chain_is_ping_pong),
-        cmocka_unit_test(test_bad_builds),       cmocka_unit_test(test_fusion_matches_unfused),
+        cmocka_unit_test(test_plan_random),
+        cmocka_unit_test(test_plan_chain_is_ping_pong),
+        cmocka_unit_test(test_bad_builds),
+        cmocka_unit_test(test_fusion_matches_unfused),
         cmocka_unit_test(test_arena_near_bound),
+        cmocka_unit_test(test_concat_views_unet),
+        cmocka_unit_test(test_concat_views_producers),
+        cmocka_unit_test(test_concat_views_convs),
+        cmocka_unit_test(test_concat_views_small),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

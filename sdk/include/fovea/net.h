@@ -232,8 +232,16 @@ enum {
      * fv_net_forward replays it (one launch). Ignored on the CPU backend. */
     FV_NET_CUDA_GRAPH = 1u << 1,
     /* Keep every layer as built: no BN folding, no activation fused into a
-     * convolution (tests compare the fused net with this). */
-    FV_NET_NO_FUSION = 1u << 2
+     * convolution, no concat input written in place (tests compare the
+     * fused net with this). */
+    FV_NET_NO_FUSION = 1u << 2,
+    /* Keep every concat a copy: its inputs get buffers of their own (tests
+     * compare with this; FV_NET_NO_FUSION implies it). By default an input
+     * made by a layer that can write a channel slice of the concat's output
+     * (any layer but a convolution or fc), read only by such layers and not
+     * a net input or output, is written in place: the concat copies
+     * nothing for it (fv_net_info.concat_elided). */
+    FV_NET_NO_CONCAT_VIEWS = 1u << 3
 };
 
 /* Progress while creating (engine choice and autotuning can take seconds):
@@ -316,7 +324,9 @@ typedef struct fv_net_info {
     int cuda_graph;           /* 1 when fv_net_forward replays a graph */
     int fused_bn, fused_act, inplace; /* what fusion and planning did */
     int fused_add;                    /* residual adds run in their convolution's epilogue */
-    uint32_t reserved[7];             /* reserved for growth */
+    int concat_elided;    /* concat inputs their producers write into the concat's output
+                             (channel slices: no copy); see FV_NET_NO_CONCAT_VIEWS */
+    uint32_t reserved[6]; /* reserved for growth */
 } fv_net_info;
 
 /* Fills *out. net and out required; returns FV_ERR_BAD_PARAM otherwise. */
@@ -328,10 +338,13 @@ typedef struct fv_net_layer_info {
     char op[24];            /* "conv", "fc", "add", "pool.max", "concat", ... */
     char fused[48];         /* what was folded in: "bn+relu", "" */
     char path[16];          /* convolutions: fv_conv2d_info.path; fc run by cuBLASLt:
-                               "cublaslt"; else "kernel" or "view" */
+                               "cublaslt"; else "kernel" or "view" (a reshape that is
+                               a view, a concat whose inputs were all written in
+                               place); "view+copy": a concat that copies some inputs */
     char engine[64];        /* convolutions: fv_conv2d_info.engine */
     int n, c, h, w;         /* output */
-    size_t offset;          /* output's offset in the arena; SIZE_MAX when outside it */
+    size_t offset;          /* output's offset in the arena (a concat input written in
+                               place: its first channel's); SIZE_MAX when outside it */
     size_t bytes;           /* output's bytes */
     size_t workspace_bytes; /* convolutions: its workspace */
     uint32_t reserved[4];   /* reserved for growth */

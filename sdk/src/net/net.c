@@ -1,7 +1,7 @@
 /* fv_net_create: dead layers dropped, fusion (BN folding, activations into
- * their producers, flatten into fc), in-place and alias decisions, the
- * arena plan, weights uploaded, convolutions created and bound, and the
- * optional CUDA graph. */
+ * their producers, flatten into fc), concat inputs written in place, in-place
+ * and alias decisions, the arena plan, weights uploaded, convolutions
+ * created and bound, and the optional CUDA graph. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,11 +187,93 @@ static bool elementwise_inplace(const fv__nlayer *l) {
     return l->kind == FV__L_ACT || l->kind == FV__L_BINARY || l->kind == FV__L_AFFINE;
 }
 
+/* ---- concat without a copy -------------------------------------------------------
+ * A concat input t becomes a view: channels [c0, c0 + C) of the concat's
+ * output, with its pixel stride, which t's producer writes and t's readers
+ * read in place. The net's own kernels (net_ops.h) take any fv__view; a
+ * convolution or fc (fv_conv2d, cuBLASLt) takes dense tensors only. */
+static bool takes_strides(const fv__nlayer *l) {
+    switch (l->kind) {
+    case FV__L_CONVT:
+    case FV__L_ACT:
+    case FV__L_BINARY:
+    case FV__L_AFFINE:
+    case FV__L_POOL:
+    case FV__L_GPOOL:
+    case FV__L_SOFTMAX:
+    case FV__L_CONCAT:
+    case FV__L_SLICE:
+    case FV__L_RESHAPE: /* a view input or output makes it a gather, never an alias */
+    case FV__L_PAD:
+    case FV__L_RESIZE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool reads(const fv__nlayer *l, int t) {
+    if (l->kind == FV__L_CONCAT) {
+        for (int j = 0; j < l->b->nin; j++)
+            if (l->b->in[j] == t) return true;
+        return false;
+    }
+    return l->in[0] == t || (l->kind == FV__L_BINARY && l->in[1] == t) ||
+           (l->kind == FV__L_CONV && l->res == t);
+}
+
+/* Input j (tensor t) of concat layer ci can be written in place. */
+static bool can_view(const fv_net *net, int ci, int j) {
+    const fv__nlayer *cat = &net->layers[ci];
+    const fv__ntensor *T = net->tensors;
+    int t = cat->b->in[j];
+    /* net inputs and outputs have tensors of their own; a tensor gets one
+     * slice (a second concat of it copies, as does a repeat in this one) */
+    if (T[t].io != 0 || T[t].host >= 0 || T[t].first < 0) return false;
+    for (int k = 0; k < cat->b->nin; k++)
+        if (k != j && cat->b->in[k] == t) return false;
+    if (net->layers[T[t].first].out != t || !takes_strides(&net->layers[T[t].first])) return false;
+    for (int i = T[t].first + 1; i <= T[t].last; i++)
+        if (i != ci && reads(&net->layers[i], t) && !takes_strides(&net->layers[i])) return false;
+    return true;
+}
+
+static int root_host(const fv__ntensor *T, int t) {
+    while (T[t].host >= 0)
+        t = T[t].host;
+    return t;
+}
+
+/* Decides the views (concats in order: an inner concat's output can itself
+ * be a view into an outer one's), then stretches each root host's lifetime
+ * over its views': the host's buffer is theirs. */
+static void elide_concats(fv_net *net) {
+    if (net->flags & (FV_NET_NO_FUSION | FV_NET_NO_CONCAT_VIEWS)) return;
+    fv__ntensor *T = net->tensors;
+    for (int i = 0; i < net->nlayers; i++) {
+        fv__nlayer *l = &net->layers[i];
+        if (l->kind != FV__L_CONCAT) continue;
+        for (int j = 0, c0 = 0; j < l->b->nin; c0 += T[l->b->in[j]].c, j++) {
+            if (!can_view(net, i, j)) continue;
+            T[l->b->in[j]].host = l->out;
+            T[l->b->in[j]].c0 = c0;
+            l->views++;
+            net->info.concat_elided++;
+        }
+    }
+    for (int t = 0; t < net->ntensors; t++) {
+        if (T[t].host < 0) continue;
+        fv__ntensor *r = &T[root_host(T, t)];
+        if (T[t].first < r->first) r->first = T[t].first;
+        if (T[t].last > r->last) r->last = T[t].last;
+    }
+}
+
 static fv_status plan_memory(fv_net *net) {
     int nt = net->ntensors;
     fv__ntensor *T = net->tensors;
     for (int i = 0; i < nt; i++)
-        T[i].first = -1, T[i].last = -1, T[i].buffer = -1;
+        T[i].first = -1, T[i].last = -1, T[i].buffer = -1, T[i].host = -1, T[i].c0 = 0;
     for (int i = 0; i < net->ninputs; i++)
         T[net->inputs[i]].io = 1 + i;
     for (int i = 0; i < net->noutputs; i++)
@@ -208,6 +290,8 @@ static fv_status plan_memory(fv_net *net) {
         }
         if (l->kind == FV__L_CONV && l->res >= 0 && T[l->res].last < i) T[l->res].last = i;
     }
+    /* views first: a copy saved is worth more than a buffer shared in place */
+    elide_concats(net);
     int *parent = malloc(sizeof(int) * (size_t)nt);
     FV_REQUIRE(parent, FV_ERR_OUT_OF_MEMORY, "fv_net_create: out of host memory");
     for (int i = 0; i < nt; i++)
@@ -219,18 +303,21 @@ static fv_status plan_memory(fv_net *net) {
         if (l->kind == FV__L_RESHAPE && !(net->flags & FV_NET_NO_FUSION)) {
             fv__ntensor *x = &T[l->in[0]];
             if (x->n == o->n && x->c == o->c && x->h == o->h && x->w == o->w && o->io == 0 &&
-                x->io == 0) {
+                x->io == 0 && o->host < 0 && x->host < 0) {
                 l->alias = 1;
                 parent[find(parent, l->out)] = find(parent, l->in[0]);
             }
             continue;
         }
-        if (!elementwise_inplace(l) || o->io != 0) continue;
+        /* a view shares its host's buffer with the other slices: never in place */
+        if (!elementwise_inplace(l) || o->io != 0 || o->host >= 0) continue;
         for (int j = 0; j < 2; j++) {
             int t = l->in[j];
-            if (t < 0 || T[t].io != 0 || T[t].last != i) continue;
+            if (t < 0 || T[t].io != 0 || T[t].host >= 0 || T[t].last != i) continue;
             if (T[t].n != o->n || T[t].c != o->c || T[t].h != o->h || T[t].w != o->w) continue;
             if (l->kind == FV__L_BINARY && l->in[0] == l->in[1]) continue;
+            /* the other operand a slice of t: written while read */
+            if (l->kind == FV__L_BINARY && root_host(T, l->in[1 - j]) == t) continue;
             parent[find(parent, l->out)] = find(parent, t);
             net->info.inplace++;
             break;
@@ -251,7 +338,7 @@ static fv_status plan_memory(fv_net *net) {
     for (int i = 0; i < nt; i++)
         bid[i] = -1;
     for (int i = 0; i < nt; i++) {
-        if (T[i].first < 0 || T[i].io != 0) continue;
+        if (T[i].first < 0 || T[i].io != 0 || T[i].host >= 0) continue;
         int r = find(parent, i);
         if (bid[r] < 0) {
             bid[r] = nb;
@@ -303,6 +390,30 @@ static void make_views(fv_net *net, fv__ntensor *t, fv_pool *pool, void *data, v
     if (t->bytes == 0) t->bytes = sh->bytes;
 }
 
+/* A concat input written in place: channels [c0, c0 + c) of its host's
+ * views (made first), the host's pixel stride; the last slice also zeroes
+ * the host's channel padding. */
+static void make_slice_views(fv_net *net, int t) {
+    fv__ntensor *v = &net->tensors[t], *h = &net->tensors[v->host];
+    if (v->view.data) return;
+    if (h->host >= 0) make_slice_views(net, v->host);
+    size_t skip = (size_t)v->c0 * dtype_size(net->dtype);
+    v->view = h->view;
+    v->view.c = v->c;
+    v->view.cw = v->c0 + v->c == h->c ? h->view.cw - v->c0 : v->c;
+    v->view.data = (unsigned char *)h->view.data + skip;
+    v->tview = h->tview;
+    fv_tensor_shape *sh = &v->tview.shape;
+    sh->c = v->c;
+    sh->c_stored = h->view.ps; /* the pixel pitch fv_tensor_download steps by */
+    sh->bytes -= skip;
+    sh->dense_bytes = (size_t)v->n * v->h * v->w * (size_t)v->c * sh->elem_bytes;
+    v->tview.data = (unsigned char *)h->tview.data + skip;
+    v->tview.dev_data = (unsigned char *)h->tview.dev_data + skip;
+    v->offset = h->offset == SIZE_MAX ? SIZE_MAX : h->offset + skip;
+    v->bytes = 0;
+}
+
 static fv_status make_io(fv_net *net) {
     fv_context *ctx = net->ctx;
     fv_pool *dev = ctx->pools[FV_POOL_DEVICE];
@@ -333,6 +444,8 @@ static fv_status make_io(fv_net *net) {
         fv__ntensor *T = &net->tensors[i];
         if (T->buffer >= 0) make_views(net, T, dev, arena + T->offset, arena_dev + T->offset);
     }
+    for (int i = 0; i < net->ntensors; i++)
+        if (net->tensors[i].host >= 0) make_slice_views(net, i);
     return FV_OK;
 }
 
@@ -614,7 +727,8 @@ fv_status fv_net_create(fv_context *ctx, const fv_net_builder *b, const fv_net_d
                "fv_net_create: the builder has no outputs (fv_net_mark_output)");
     FV_REQUIRE(b->ninputs >= 1, FV_ERR_BAD_PARAM, "fv_net_create: the builder has no inputs");
     uint32_t flags = desc ? desc->flags : 0;
-    FV_REQUIRE((flags & ~(uint32_t)(FV_NET_AUTOTUNE | FV_NET_CUDA_GRAPH | FV_NET_NO_FUSION)) == 0,
+    FV_REQUIRE((flags & ~(uint32_t)(FV_NET_AUTOTUNE | FV_NET_CUDA_GRAPH | FV_NET_NO_FUSION |
+                                    FV_NET_NO_CONCAT_VIEWS)) == 0,
                FV_ERR_BAD_PARAM, "fv_net_create: unknown flags 0x%x", (unsigned)flags);
     fv_dtype dt = desc ? desc->dtype : FV_DTYPE_F16;
     FV_REQUIRE(dt == FV_DTYPE_F16 || dt == FV_DTYPE_F32, FV_ERR_BAD_PARAM,
@@ -744,6 +858,8 @@ fv_status fv_net_layer_info_get(const fv_net *net, int i, fv_net_layer_info *out
     } else if (l->fc) {
         snprintf(out->path, sizeof out->path, "cublaslt");
         snprintf(out->engine, sizeof out->engine, "%s", net->ops->fc_engine(l->fc));
+    } else if (l->kind == FV__L_CONCAT && l->views > 0) {
+        snprintf(out->path, sizeof out->path, "%s", l->views == l->b->nin ? "view" : "view+copy");
     } else {
         snprintf(out->path, sizeof out->path, "%s", l->alias ? "view" : "kernel");
     }

@@ -88,6 +88,7 @@ typedef struct fv__nlayer {
     int act;
     float alpha, beta;
     int alias; /* 1: out is in[0]'s storage (reshape with the same layout) */
+    int views; /* concat: inputs written in place by their producers (no copy) */
 } fv__nlayer;
 
 typedef struct fv__ntensor {
@@ -96,6 +97,10 @@ typedef struct fv__ntensor {
     int io;          /* 0, or 1 + input index, or -(1 + output index) */
     int first, last; /* layer indexes (def, last use) */
     int consumers;
+    /* A concat input written in place: channels [c0, c0 + c) of tensor host
+     * (the concat's output, itself possibly such a view), host's pixel
+     * stride; no buffer of its own. host -1 otherwise. */
+    int host, c0;
     fv__view view;   /* whole tensor */
     fv_tensor tview; /* the same as an fv_tensor (conv engines take those) */
     size_t offset;   /* in the arena; SIZE_MAX outside it */

@@ -68,6 +68,10 @@ fv_status fv__net_run_layer(fv_net *net, int i) {
         int c0 = 0;
         for (int j = 0; j < b->nin; j++) {
             const fv__view *part = &T[b->in[j]].view;
+            if (T[b->in[j]].host == l->out && T[b->in[j]].c0 == c0) { /* written in place */
+                c0 += part->c;
+                continue;
+            }
             int last = j == b->nin - 1;
             fv__view dst = channel_slice(out, c0, part->c, last ? out->cw - c0 : part->c);
             FV_TRY(o->copy(ctx, part, &dst));
