@@ -6,6 +6,7 @@
 #include <string.h>
 #include "cuda_internal.h"
 #include "kernels/elementwise.cuh"
+#include "kernels/filter_direct.cuh"
 #include "kernels/filter_fused.cuh"
 
 #ifndef FV_CUDA_ARCHITECTURES
@@ -256,6 +257,7 @@ const fv__backend fv__backend_cuda = {
     .unpack = fv__cuda_unpack,
     .edge = fv__cuda_edge,
     .filter_fused = fv__cuda_filter_fused,
+    .filter_direct = fv__cuda_filter_direct,
     .stream_create = fv__cuda_stream_create,
     .stream_destroy = fv__cuda_stream_destroy,
     .event_create = fv__cuda_event_create,
