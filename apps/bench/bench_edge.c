@@ -23,6 +23,8 @@
  *   5. zero allocations: the context's pool stats and the device's free
  *      memory before and after --alloc-frames pipelined 1080p frames must be
  *      equal (exit 1 otherwise).
+ * --sms 8,16: the GPU-only time again on green-context slices of 8 and 16
+ * SMs, with Orin estimates (bench_slice.c).
  * Prints a table, writes --json FILE; --dump DIR writes each case's photo
  * frame and fovea's output on it (raw bytes) for edge_vs_peers.py. */
 #include <math.h>
@@ -40,6 +42,7 @@ int bench_cmd_edge(int argc, char **argv);
 #include <cuda_runtime.h>
 #include "fovea/fovea_cuda.h"
 #include "fovea/platform/image_io.h"
+#include "bench_slice.h"
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
 #include <malloc.h>
 #define EDGE_HAVE_MALLINFO2 1
@@ -69,6 +72,7 @@ typedef struct edge_opts {
     const char *sizes, *formats;
     const char *image, *json, *dump;
     int device_pool_mb;
+    const char *sms; /* --sms 8,16: green-context slices (bench_slice.c); NULL none */
 } edge_opts;
 
 typedef struct edge_check {
@@ -213,6 +217,8 @@ static int parse_opts(int argc, char **argv, edge_opts *o) {
             o->image = v, i++;
         else if (!strcmp(a, "--json") && v)
             o->json = v, i++;
+        else if (!strcmp(a, "--sms") && v)
+            o->sms = v, i++;
         else if (!strcmp(a, "--dump") && v)
             o->dump = v, i++;
         else {
@@ -1329,6 +1335,11 @@ int bench_cmd_edge(int argc, char **argv) {
         return 1;
     }
     print_table(cases, n);
+    for (int i = 0; o.sms && i < n; i++) /* each size once, on RGB24 frames */
+        if (cases[i].fmt == FV_PIXEL_RGB24 &&
+            bench_edge_slices(o.sms, info.device_index, cases[i].w, cases[i].h, o.gpu_batch,
+                              o.gpu_runs) == 2)
+            return 2;
     int alloc_fail = 0;
     for (int i = 0; i < n; i++)
         alloc_fail |= cases[i].alloc_ran && !cases[i].alloc_pass;
