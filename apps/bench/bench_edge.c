@@ -23,6 +23,8 @@
  *   5. zero allocations: the context's pool stats and the device's free
  *      memory before and after --alloc-frames pipelined 1080p frames must be
  *      equal (exit 1 otherwise).
+ * --sms 8,16: the GPU-only time again on green-context slices of 8 and 16
+ * SMs, with Orin estimates (bench_slice.c).
  * Prints a table, writes --json FILE; --dump DIR writes each case's photo
  * frame and fovea's output on it (raw bytes) for edge_vs_peers.py. */
 #include <math.h>
@@ -40,6 +42,7 @@ int bench_cmd_edge(int argc, char **argv);
 #include <cuda_runtime.h>
 #include "fovea/fovea_cuda.h"
 #include "fovea/platform/image_io.h"
+#include "bench_slice.h"
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
 #include <malloc.h>
 #define EDGE_HAVE_MALLINFO2 1
@@ -49,7 +52,16 @@ int bench_cmd_edge(int argc, char **argv);
 #define FV_BENCH_DATA_DIR "data"
 #endif
 
-enum { MAX_CASES = 4, MAX_PIPES = 4, NSRC = 4, MAX_SETS = 16 };
+enum { MAX_CASES = 4, MAX_PIPES = 4, NSRC = 4, MAX_SETS = 16, ENGINES = 4 };
+
+/* GPU-only engines, in the table's order: AUTO (-1: the desc's default), then
+ * each forced. */
+static const char *const engine_label[ENGINES] = {"AUTO", "CONV", "FUSED", "DIRECT"};
+static const int engine_value[ENGINES] = {-1, FV_FILTER_ENGINE_CONV, FV_FILTER_ENGINE_FUSED,
+                                          FV_FILTER_ENGINE_DIRECT};
+
+/* Device DRAM bandwidth measured in this run (GB/s, read + write), 0 if not. */
+static double g_dram_gbps;
 
 typedef struct edge_opts {
     int frames, runs, warmup; /* end to end, main configuration */
@@ -60,6 +72,7 @@ typedef struct edge_opts {
     const char *sizes, *formats;
     const char *image, *json, *dump;
     int device_pool_mb;
+    const char *sms; /* --sms 8,16: green-context slices (bench_slice.c); NULL none */
 } edge_opts;
 
 typedef struct edge_check {
@@ -96,14 +109,13 @@ typedef struct edge_case {
     size_t in_bytes, out_bytes;
     double h2d_ms, d2h_ms, both_ms, floor_ms; /* both_ms: per frame, two streams */
     double spread_ms;                         /* per frame, COPY_STREAMS streams a direction */
-    int gpu_ran[2];
-    double gpu_ms[2];
-    edge_check gpu_check[2];
-    int gpu_exact_max[2];
-    int gpu_engine_fused[2];
-    /* the engine each took: 1 FUSED */ /* RGB24: max |diff| from exact_rgb, -1 when not
-                                           computed */
-    char gpu_engine[2][256];
+    int gpu_ran[ENGINES];
+    double gpu_ms[ENGINES];
+    edge_check gpu_check[ENGINES];
+    int gpu_exact_max[ENGINES];    /* max |diff| from exact_rgb, -1 when not computed */
+    int gpu_engine_fused[ENGINES]; /* the engine each took: 1 FUSED or DIRECT (FP16 values) */
+    char gpu_engine[ENGINES][256];
+    double dram_floor_ms; /* (in + out bytes) / g_dram_gbps; 0 when not measured */
     int nsets;
     int npipes;
     pipe_result pipe[MAX_PIPES];
@@ -205,6 +217,8 @@ static int parse_opts(int argc, char **argv, edge_opts *o) {
             o->image = v, i++;
         else if (!strcmp(a, "--json") && v)
             o->json = v, i++;
+        else if (!strcmp(a, "--sms") && v)
+            o->sms = v, i++;
         else if (!strcmp(a, "--dump") && v)
             o->dump = v, i++;
         else {
@@ -389,11 +403,18 @@ static fv_filter_desc filter_desc(const edge_case *c) {
                             .gain = 1.0f};
 }
 
-/* The engine a filter took, for the table; *fused: 1 for FUSED. */
+/* The engine a filter took, for the table; *fused: 1 for FUSED or DIRECT
+ * (bytes as FP16 values: the same tolerance). */
 static int describe(const fv_filter *f, char *buf, size_t n, int *fused) {
     fv_filter_info fi;
     FV(fv_filter_info_get(f, &fi));
-    *fused = fi.engine == FV_FILTER_ENGINE_FUSED;
+    *fused = fi.engine == FV_FILTER_ENGINE_FUSED || fi.engine == FV_FILTER_ENGINE_DIRECT;
+    if (fi.timed_ms[0] > 0.0f || fi.timed_ms[1] > 0.0f) {
+        snprintf(buf, n, "%s: %s; AUTO timed fused %.4f ms, direct %.4f ms",
+                 fv_filter_engine_name(fi.engine), fi.path, (double)fi.timed_ms[0],
+                 (double)fi.timed_ms[1]);
+        return 0;
+    }
     const fv_conv2d *conv = fv_filter_conv(f);
     fv_conv2d_info ci;
     if (conv && fv_conv2d_info_get(conv, &ci) == FV_OK)
@@ -594,6 +615,50 @@ static int time_copy_spread(copy_bufs *b, const edge_case *c, int reps, double *
     return 0;
 }
 
+/* ---- the DRAM floor ---------------------------------------------------------------- */
+/* The device's copy bandwidth: a device-to-device cudaMemcpyAsync of 256 MiB
+ * (2 warm-ups, median of 11), read + written bytes over the time. Returns 1
+ * (said why) when it cannot measure; the floor columns are then left out. */
+static int measure_dram(int device, double *gbps) {
+    const size_t bytes = (size_t)256 << 20;
+    void *a = NULL, *b = NULL;
+    cudaStream_t s = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    double t[11];
+    int rc = 1;
+    *gbps = 0;
+    if (cu_fail(cudaSetDevice(device), "cudaSetDevice", __LINE__) ||
+        cu_fail(cudaMalloc(&a, bytes), "cudaMalloc", __LINE__) ||
+        cu_fail(cudaMalloc(&b, bytes), "cudaMalloc", __LINE__) ||
+        cu_fail(cudaMemset(a, 1, bytes), "cudaMemset", __LINE__) ||
+        cu_fail(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate",
+                __LINE__) ||
+        cu_fail(cudaEventCreate(&e0), "cudaEventCreate", __LINE__) ||
+        cu_fail(cudaEventCreate(&e1), "cudaEventCreate", __LINE__))
+        goto done;
+    for (int r = -2; r < 11; r++) {
+        float ms = 0;
+        if (cu_fail(cudaEventRecord(e0, s), "cudaEventRecord", __LINE__) ||
+            cu_fail(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync",
+                    __LINE__) ||
+            cu_fail(cudaEventRecord(e1, s), "cudaEventRecord", __LINE__) ||
+            cu_fail(cudaEventSynchronize(e1), "cudaEventSynchronize", __LINE__) ||
+            cu_fail(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime", __LINE__))
+            goto done;
+        if (r >= 0) t[r] = ms;
+    }
+    *gbps = 2.0 * (double)bytes / (median(t, 11) * 1e6);
+    rc = 0;
+done:
+    if (rc) fprintf(stderr, "fovea-bench edge: no DRAM bandwidth measured: no floor columns\n");
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (s) cudaStreamDestroy(s);
+    cudaFree(a);
+    cudaFree(b);
+    return rc;
+}
+
 /* ---- GPU-only -------------------------------------------------------------------- */
 typedef struct gpu_sets {
     int n;
@@ -635,7 +700,7 @@ static int gpu_only(fv_context *ctx, cudaStream_t st, edge_case *c, int idx, int
     fv_filter *f = NULL;
     fv_status s = fv_filter_create(ctx, &fd, &f);
     if (s == FV_ERR_NOT_SUPPORTED) {
-        printf("  GPU-only %s: not supported here: %s\n", idx ? "conv" : "auto", fv_last_error());
+        printf("  GPU-only %s: not supported here: %s\n", engine_label[idx], fv_last_error());
         snprintf(c->gpu_engine[idx], sizeof c->gpu_engine[idx], "not supported");
         return 0;
     }
@@ -664,7 +729,7 @@ static int gpu_only(fv_context *ctx, cudaStream_t st, edge_case *c, int idx, int
     c->gpu_check[idx] =
         check_output(got, want, exact, c->out_bytes, fused, c->fmt == FV_PIXEL_YUYV);
     char what[64];
-    snprintf(what, sizeof what, "fv_filter_apply (%s)", idx ? "engine CONV" : "engine AUTO");
+    snprintf(what, sizeof what, "fv_filter_apply (engine %s)", engine_label[idx]);
     if (report_check(what, &c->gpu_check[idx])) goto done;
     c->gpu_exact_max[idx] = compare(got, exact, c->out_bytes, 0).max_diff;
     fill_random(fv_frame_buffer_data(g->in[0]), c->in_bytes); /* random again for timing */
@@ -957,17 +1022,25 @@ static int run_case(edge_case *c, fv_context *cpu, const fv_host_image *ph, int 
            c->h2d_ms, c->in_bytes / c->h2d_ms * 1e-6, c->d2h_ms, c->out_bytes / c->d2h_ms * 1e-6,
            c->both_ms, COPY_STREAMS, c->spread_ms, c->floor_ms, 1e3 / c->floor_ms);
 
-    /* 3. GPU-only, engines AUTO and CONV */
+    /* 3. GPU-only, engines AUTO, CONV, FUSED, DIRECT; each against the DRAM
+     * floor: the frame's bytes read and written at the bandwidth measured */
     if (gpu_sets_open(ctx, c, c->nsets, &g)) goto done;
     if (!(exact = malloc(c->out_bytes)) || model_ref(photo, c->fmt, c->w, c->h, exact)) goto done;
-    if (gpu_only(ctx, st, c, 0, -1, &g, photo, want, exact, o)) goto done;
-    if (gpu_only(ctx, st, c, 1, (int)FV_FILTER_ENGINE_CONV, &g, photo, want, exact, o)) goto done;
-    for (int i = 0; i < 2; i++)
-        if (c->gpu_ran[i])
-            printf("  GPU-only %s: %.4f ms per frame (median of %d batches of %d, %d frame "
-                   "sets; %s)\n",
-                   i ? "engine CONV" : "engine AUTO", c->gpu_ms[i], o->gpu_runs, o->gpu_batch, g.n,
-                   c->gpu_engine[i]);
+    for (int i = 0; i < ENGINES; i++)
+        if (gpu_only(ctx, st, c, i, engine_value[i], &g, photo, want, exact, o)) goto done;
+    c->dram_floor_ms =
+        g_dram_gbps > 0 ? (double)(c->in_bytes + c->out_bytes) / (g_dram_gbps * 1e6) : 0.0;
+    for (int i = 0; i < ENGINES; i++)
+        if (c->gpu_ran[i]) {
+            printf("  GPU-only engine %s: %.4f ms per frame (median of %d batches of %d, %d "
+                   "frame sets; %s)\n",
+                   engine_label[i], c->gpu_ms[i], o->gpu_runs, o->gpu_batch, g.n, c->gpu_engine[i]);
+            if (c->dram_floor_ms > 0)
+                printf("    DRAM floor %.4f ms (%.2f MB read + written at %.0f GB/s): %.2fx the "
+                       "floor\n",
+                       c->dram_floor_ms, (double)(c->in_bytes + c->out_bytes) * 1e-6, g_dram_gbps,
+                       c->gpu_ms[i] / c->dram_floor_ms);
+        }
     gpu_sets_close(&g);
 
     /* 4. and 5. end to end */
@@ -1068,6 +1141,10 @@ static int write_json(const char *path, const edge_opts *o, const fv_context_inf
             "\"alloc_frames\": %d,\n",
             o->frames, o->runs, o->warmup, o->var_frames, o->var_runs, o->gpu_batch, o->gpu_runs,
             o->copy_reps, o->alloc_frames);
+    fprintf(f, "  \"dram_gbps\": ");
+    json_num(f, g_dram_gbps > 0 ? g_dram_gbps : NAN);
+    fprintf(f, ",\n  \"dram_how\": \"device-to-device cudaMemcpyAsync of 256 MiB, read + "
+               "written bytes over the median time of 11\",\n");
     fprintf(f, "  \"image\": \"%s\",\n  \"cases\": [\n", o->image);
     for (int i = 0; i < n; i++) {
         const edge_case *e = &c[i];
@@ -1083,11 +1160,16 @@ static int write_json(const char *path, const edge_opts *o, const fv_context_inf
         json_num(f, e->both_ms);
         fprintf(f, ", \"floor_fps\": ");
         json_num(f, 1e3 / e->floor_ms);
-        fprintf(f, "},\n     \"gpu_only\": [");
-        for (int k = 0; k < 2; k++) {
+        fprintf(f, "},\n     \"dram_floor_ms\": ");
+        json_num(f, e->dram_floor_ms > 0 ? e->dram_floor_ms : NAN);
+        fprintf(f, ",\n     \"gpu_only\": [");
+        for (int k = 0; k < ENGINES; k++) {
             fprintf(f, "%s{\"engine\": \"%s\", \"ran\": %s, \"ms\": ", k ? ", " : "",
-                    k ? "CONV" : "AUTO", e->gpu_ran[k] ? "true" : "false");
+                    engine_label[k], e->gpu_ran[k] ? "true" : "false");
             json_num(f, e->gpu_ran[k] ? e->gpu_ms[k] : NAN);
+            fprintf(f, ", \"floor_ratio\": ");
+            json_num(f,
+                     e->gpu_ran[k] && e->dram_floor_ms > 0 ? e->gpu_ms[k] / e->dram_floor_ms : NAN);
             fprintf(f,
                     ", \"what\": \"%s\", \"exact_max_abs_diff\": %d, \"check\": ", e->gpu_engine[k],
                     e->gpu_ran[k] ? e->gpu_exact_max[k] : -1);
@@ -1144,8 +1226,9 @@ static const char *mark(int ok) {
 static void print_table(const edge_case *c, int n) {
     printf("\nfovea edge (Laplacian, RGB24 out): end to end = fv_pipeline, 3 slots, both copies; "
            "floor = H2D || D2H\n");
-    printf("%-11s %9s %9s %7s %10s %10s %8s %8s %8s %8s\n", "case", "e2e fps", "floor fps",
-           "e2e/flr", "gpu fused", "gpu conv", "2 slots", "4 slots", "graph", "H2D GB/s");
+    printf("%-11s %9s %9s %7s %10s %10s %8s %8s %8s %8s %9s %8s %8s\n", "case", "e2e fps",
+           "floor fps", "e2e/flr", "gpu auto", "gpu conv", "2 slots", "4 slots", "graph",
+           "H2D GB/s", "DRAM flr", "auto/flr", "direct/f");
     for (int i = 0; i < n; i++) {
         const edge_case *e = &c[i];
         double fl = 1e3 / e->floor_ms, fps = e->pipe[0].fps_median;
@@ -1153,8 +1236,11 @@ static void print_table(const edge_case *c, int n) {
         if (e->gpu_ran[1]) snprintf(conv, sizeof conv, "%.4f", e->gpu_ms[1]);
         for (int k = 1; k < e->npipes; k++)
             snprintf(v[k - 1], sizeof v[k - 1], "%.0f", e->pipe[k].fps_median);
-        printf("%-11s %9.0f %9.0f %7.2f %10.4f %10s %8s %8s %8s %8.1f\n", e->label, fps, fl,
-               fps / fl, e->gpu_ms[0], conv, v[0], v[1], v[2], e->in_bytes / e->h2d_ms * 1e-6);
+        const double df = e->dram_floor_ms;
+        printf("%-11s %9.0f %9.0f %7.2f %10.4f %10s %8s %8s %8s %8.1f %9.4f %8.2f %8.2f\n",
+               e->label, fps, fl, fps / fl, e->gpu_ms[0], conv, v[0], v[1], v[2],
+               e->in_bytes / e->h2d_ms * 1e-6, df, df > 0 ? e->gpu_ms[0] / df : NAN,
+               df > 0 && e->gpu_ran[3] ? e->gpu_ms[3] / df : NAN);
     }
     printf("targets (fovea-only; the PyTorch ratio is edge_vs_peers.py's):\n");
     for (int i = 0; i < n; i++) {
@@ -1164,6 +1250,9 @@ static void print_table(const edge_case *c, int n) {
                mark(fl / fps <= 1.5));
         if (e->h == 1080)
             printf("; GPU-only <= 0.10 ms: %.4f  %s", e->gpu_ms[0], mark(e->gpu_ms[0] <= 0.10));
+        if (e->dram_floor_ms > 0)
+            printf("; GPU-only <= 2.0x DRAM floor: %.2fx  %s", e->gpu_ms[0] / e->dram_floor_ms,
+                   mark(e->gpu_ms[0] <= 2.0 * e->dram_floor_ms));
         if (e->h == 2160 && e->fmt == FV_PIXEL_RGB24)
             printf("; e2e >= 1000 fps: %.0f  %s", fps, mark(fps >= 1000));
         if (e->alloc_ran)
@@ -1231,6 +1320,10 @@ int bench_cmd_edge(int argc, char **argv) {
     printf("Laplacian {1,1,1;1,-8,1;1,1,1} on R+G+B, |x|, gain 1 -> RGB24; photo %s (%dx%d, "
            "tiled); random frames for timing\n",
            o.image, ph.width, ph.height);
+    if (measure_dram(info.device_index, &g_dram_gbps) == 0)
+        printf("device DRAM bandwidth: %.0f GB/s (device-to-device cudaMemcpyAsync of 256 MiB, "
+               "read + written bytes, median of 11)\n",
+               g_dram_gbps);
 
     int rc = 0, at = 0;
     for (; at < n && !rc; at++)
@@ -1242,6 +1335,11 @@ int bench_cmd_edge(int argc, char **argv) {
         return 1;
     }
     print_table(cases, n);
+    for (int i = 0; o.sms && i < n; i++) /* each size once, on RGB24 frames */
+        if (cases[i].fmt == FV_PIXEL_RGB24 &&
+            bench_edge_slices(o.sms, info.device_index, cases[i].w, cases[i].h, o.gpu_batch,
+                              o.gpu_runs) == 2)
+            return 2;
     int alloc_fail = 0;
     for (int i = 0; i < n; i++)
         alloc_fail |= cases[i].alloc_ran && !cases[i].alloc_pass;

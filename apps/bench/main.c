@@ -324,13 +324,15 @@ static const bench_cmd cmds[] = {
     {"edge", bench_cmd_edge,
      "GPU: the Laplacian edge filter on 1080p/4K RGB24 and YUYV frames from pinned memory:\n"
      "      fv_pipeline end to end (3 slots; 2, 4 and CUDA graphs as variants), the copy\n"
-     "      floor (H2D || D2H), GPU-only fv_filter_apply (engines AUTO and CONV), zero\n"
+     "      floor (H2D || D2H), GPU-only fv_filter_apply (engines AUTO, CONV, FUSED, DIRECT;\n"
+     "      each over the DRAM floor from a measured D2D copy bandwidth), zero\n"
      "      allocations over --alloc-frames 1080p frames (exit 1 on FAIL); outputs checked\n"
      "      on a photo against the CPU backend first (exit 1 on mismatch)\n"
      "      [--frames 2000] [--runs 5] [--warmup 200] [--variant-frames 1000]\n"
      "      [--variant-runs 3 (0: none)] [--alloc-frames 10000] [--gpu-batch 100]\n"
      "      [--gpu-runs 11] [--copy-reps 50] [--sizes 1080p,4k] [--formats rgb,yuyv]\n"
-     "      [--image data/astronaut.png] [--device-pool-mb 3072] [--json FILE] [--dump DIR]"},
+     "      [--image data/astronaut.png] [--device-pool-mb 3072] [--json FILE] [--dump DIR]\n"
+     "      [--sms 8,16] (also on CUDA green contexts of that many SMs, with Orin estimates)"},
     {"net", bench_cmd_net,
      "a whole CNN through fv_net (apps/common/net_models.c), weights from net_models.py:\n"
      "      output checked against PyTorch FP32 (--io) first (exit 1 above --tol), then\n"

@@ -93,7 +93,7 @@ static void usage(FILE *f) {
         "  --gray | --color    one edge value per pixel (default) or per colour channel\n"
         "  --gain G            edge * G (default 1)   --threshold T   binary edges at T\n"
         "  --overlay           edges drawn over the input\n"
-        "  --engine E          auto (default), fused (one tensor-core kernel) or conv\n"
+        "  --engine E          auto (default), fused (tensor-core kernel), direct (CUDA-core kernel) or conv\n"
         "                      (pack + cuDNN convolution + edge + unpack)\n"
         "Input:\n"
         "  --input-width W --input-height H   --input-rate FPS\n"
@@ -200,8 +200,10 @@ static int parse(int argc, char **argv, options *o) {
                 o->filter.engine = FV_FILTER_ENGINE_FUSED;
             else if (!strcmp(v, "conv"))
                 o->filter.engine = FV_FILTER_ENGINE_CONV;
+            else if (!strcmp(v, "direct"))
+                o->filter.engine = FV_FILTER_ENGINE_DIRECT;
             else
-                return fail_usage("--engine %s%s: use auto, fused or conv", v, "");
+                return fail_usage("--engine %s%s: use auto, fused, direct or conv", v, "");
         } else if (!strcmp(a, "--gray") || !strcmp(a, "--grey")) {
             o->filter.output = FV_FILTER_OUT_GRAY;
         } else if (!strcmp(a, "--color") || !strcmp(a, "--colour")) {

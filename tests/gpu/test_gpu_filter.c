@@ -1,11 +1,20 @@
-/* fv_filter on CUDA, both engines (AUTO, which takes the fused tensor-core
- * kernel, and CONV, pack + cuDNN + edge + unpack), against the CPU backend's
+/* fv_filter on CUDA, every engine (AUTO, which times the fused tensor-core
+ * kernel against the direct CUDA-core one; FUSED, DIRECT and CONV, pack +
+ * cuDNN + edge + unpack, forced), against the CPU backend's
  * fv_filter_apply on random frames: every kind (custom 1x1, 5x5, 15x15 with
  * negative, non-symmetric weights), grey and colour, all 7 input formats,
  * all 4 output formats, threshold, overlay, gain; odd and tiny sizes, padded
  * strides (the padding must stay untouched), 1920x1080. Outputs poisoned
  * before each run. Also: the fused path allocates nothing per frame, uses no
  * intermediate tensors, and replays from a CUDA graph.
+ *
+ * DIRECT against FUSED, on the GPU: byte for byte (padding included) where
+ * fv_filter_info.direct_exact says the sums are exact (byte input formats,
+ * built-in or coarse custom kernels); elsewhere (YUV input, fine custom
+ * weights) at most one level on at most 0.1% of the bytes (FP32 roundings
+ * in another order than the tensor cores'), or a threshold flip. Also at
+ * odd sizes (1x1, 3x2, 1921x1079), widths not a multiple of 4, odd strides
+ * and unaligned data pointers (every store width of the direct kernel).
  *
  * Tolerance, per output byte, from a bound on the edge value b (output
  * levels) computed here for every pixel (A = gain * sum |w| |v| over the
@@ -275,7 +284,78 @@ static void compare(const fv_filter_desc *d, const fv_image *in, const frame *ou
     free(bref), free(eb);
 }
 
-/* Runs d (engine: AUTO or CONV) on the GPU and on the CPU over one random
+/* The engine a filter took for the one asked: AUTO takes DIRECT only where
+ * its bytes are FUSED's, and then has timed both. */
+static void check_engine(const fv_filter_info *fi, fv_filter_engine asked) {
+    if (asked != FV_FILTER_ENGINE_AUTO) {
+        assert_int_equal(fi->engine, asked);
+        return;
+    }
+    if (!g_fused) {
+        assert_int_equal(fi->engine, FV_FILTER_ENGINE_CONV);
+        return;
+    }
+    if (fi->engine == FV_FILTER_ENGINE_DIRECT)
+        assert_int_equal(fi->direct_exact, 1);
+    else
+        assert_int_equal(fi->engine, FV_FILTER_ENGINE_FUSED);
+    if (!fi->direct_exact) assert_true(fi->timed_ms[0] == 0.0f && fi->timed_ms[1] == 0.0f);
+}
+
+/* DIRECT's output (got: host copy of the whole output buffer, padding
+ * included) against FUSED's on the same device input (gin) and output layout
+ * (gout): equal where direct_exact, else within one level on at most 0.1% of
+ * the bytes (threshold flips aside). */
+static void direct_vs_fused(const fv_filter_desc *dd, const frame *gin, const frame *gout,
+                            const unsigned char *got, size_t bytes, const char *what) {
+    fv_filter_desc d = *dd;
+    d.engine = FV_FILTER_ENGINE_FUSED;
+    fv_filter *f, *fd;
+    FV_ASSERT_OK(fv_filter_create(g_gpu, &d, &f));
+    d.engine = FV_FILTER_ENGINE_DIRECT;
+    FV_ASSERT_OK(fv_filter_create(g_gpu, &d, &fd));
+    fv_filter_info fi;
+    FV_ASSERT_OK(fv_filter_info_get(fd, &fi));
+    unsigned char *ref = malloc(bytes + 16);
+    assert_non_null(ref);
+    memset(ref, POISON, bytes + 16);
+    /* the same offset from a 16-byte boundary as gout's data */
+    const size_t off = (uintptr_t)gout->img.data % 16;
+    fv_tensor *t = device_bytes(ref, bytes + 16);
+    frame o = *gout;
+    frame_point(&o, (unsigned char *)fv_tensor_data(t) + off);
+    FV_ASSERT_OK(fv_filter_apply(f, &gin->img, &o.img));
+    FV_ASSERT_OK(fv_tensor_download(g_gpu, t, ref, bytes + 16));
+    FV_ASSERT_OK(fv_context_synchronize(g_gpu));
+    const unsigned char *r = ref + off;
+    size_t differ = 0, over = 0;
+    for (size_t i = 0; i < bytes; i++) {
+        const int dd2 = abs((int)got[i] - (int)r[i]);
+        differ += dd2 != 0;
+        over += dd2 > 1;
+    }
+    if (fi.direct_exact) {
+        if (differ) {
+            size_t i = 0;
+            while (got[i] == r[i])
+                i++;
+            fail_msg("%s: DIRECT (exact) differs from FUSED in %zu of %zu bytes; first at byte "
+                     "%zu: %d, FUSED %d",
+                     what, differ, bytes, i, got[i], r[i]);
+        }
+    } else {
+        if (differ > bytes / 1000 + 2 || (d.threshold == 0.0f && over))
+            fail_msg("%s: DIRECT (rounded) differs from FUSED in %zu of %zu bytes, %zu by more "
+                     "than a level",
+                     what, differ, bytes, over);
+    }
+    fv_tensor_destroy(t);
+    fv_filter_destroy(fd);
+    fv_filter_destroy(f);
+    free(ref);
+}
+
+/* Runs d (engine: any) on the GPU and on the CPU over one random
  * frame; returns the stats. */
 static stats run_case(const fv_filter_desc *dd, fv_filter_engine engine, fv_pixel_format out_fmt,
                       const char *what) {
@@ -297,11 +377,10 @@ static stats run_case(const fv_filter_desc *dd, fv_filter_engine engine, fv_pixe
 
     fv_filter_info fi;
     FV_ASSERT_OK(fv_filter_info_get(fg, &fi));
-    const int fused = engine == FV_FILTER_ENGINE_AUTO && g_fused;
-    assert_int_equal(fi.engine, fused ? FV_FILTER_ENGINE_FUSED : FV_FILTER_ENGINE_CONV);
-    if (fused) {
+    check_engine(&fi, engine);
+    if (fi.engine != FV_FILTER_ENGINE_CONV) {
         assert_null(fv_filter_conv(fg));
-        assert_int_equal(fi.tensor_cores, 1);
+        assert_int_equal(fi.tensor_cores, fi.engine == FV_FILTER_ENGINE_FUSED);
     } else {
         assert_non_null(fv_filter_conv(fg));
     }
@@ -322,9 +401,11 @@ static stats run_case(const fv_filter_desc *dd, fv_filter_engine engine, fv_pixe
 
     stats st;
     compare(&d, &fin.img, &fout, got, want, what, &st);
-    printf("%-52s %-5s %7zu B: %5.2f%% differ, max %d, %zu skipped\n", what,
-           fi.engine == FV_FILTER_ENGINE_FUSED ? "fused" : "conv", st.bytes,
-           100.0 * (double)st.differ / (double)st.bytes, st.max, st.skipped);
+    printf("%-52s %-6s %7zu B: %5.2f%% differ, max %d, %zu skipped\n", what,
+           fv_filter_engine_name(fi.engine), st.bytes, 100.0 * (double)st.differ / (double)st.bytes,
+           st.max, st.skipped);
+    if (fi.engine == FV_FILTER_ENGINE_DIRECT && g_fused) /* and against FUSED on the GPU */
+        direct_vs_fused(&d, &gin, &gout, got, fout.bytes, what);
     if (st.skipped * 50 > st.bytes)
         fail_msg("%s: %zu of %zu bytes on the threshold", what, st.skipped, st.bytes);
     fv_tensor_destroy(tout);
@@ -340,7 +421,14 @@ static const fv_pixel_format in_fmts[7] = {FV_PIXEL_GRAY8,  FV_PIXEL_RGB24, FV_P
                                            FV_PIXEL_NV12};
 static const fv_pixel_format out_fmts[4] = {FV_PIXEL_GRAY8, FV_PIXEL_RGB24, FV_PIXEL_BGR24,
                                             FV_PIXEL_RGBA32};
-static const fv_filter_engine engines[2] = {FV_FILTER_ENGINE_AUTO, FV_FILTER_ENGINE_CONV};
+#define ENGINES 4
+static const fv_filter_engine engines[ENGINES] = {FV_FILTER_ENGINE_AUTO, FV_FILTER_ENGINE_CONV,
+                                                  FV_FILTER_ENGINE_FUSED, FV_FILTER_ENGINE_DIRECT};
+
+/* Engine e can be created here (FUSED needs tensor cores). */
+static int engine_runs(fv_filter_engine e) {
+    return e != FV_FILTER_ENGINE_FUSED || g_fused;
+}
 
 static float k1[1], k5[25], k15[225], k3x7[21];
 
@@ -375,7 +463,7 @@ static fv_filter_desc kind_desc(int i, const char **name) {
 static void every_kind_format_and_output_matches_the_cpu(void **state) {
     fv_test_seed(21);
     make_kernels();
-    for (int e = 0; e < 2; e++)
+    for (int e = 0; e < ENGINES; e++)
         for (int k = 0; k < 7; k++)
             for (int o = 0; o < 2; o++)
                 for (int f = 0; f < 7; f++) {
@@ -393,6 +481,7 @@ static void every_kind_format_and_output_matches_the_cpu(void **state) {
                     char what[128];
                     snprintf(what, sizeof what, "%s %s %s -> %s", kn, o ? "colour" : "grey",
                              fv_pixel_format_name(fmt), fv_pixel_format_name(of));
+                    if (!engine_runs(engines[e])) continue;
                     stats st = run_case(&d, engines[e], of, what);
                     assert_true(st.mid > st.bytes / 20); /* real values, not all saturated */
                 }
@@ -405,7 +494,7 @@ static void threshold_overlay_gain_match_the_cpu(void **state) {
     const float thresholds[2] = {0.0f, 100.5f};
     const int kinds[3] = {1, 0, 5}; /* sobel, laplacian, custom 5x5 */
     const fv_pixel_format fmts[3] = {FV_PIXEL_RGB24, FV_PIXEL_GRAY8, FV_PIXEL_NV12};
-    for (int e = 0; e < 2; e++)
+    for (int e = 0; e < ENGINES; e++)
         for (int ki = 0; ki < 3; ki++)
             for (int g = 0; g < 3; g++)
                 for (int t = 0; t < 2; t++)
@@ -423,7 +512,7 @@ static void threshold_overlay_gain_match_the_cpu(void **state) {
                                      o ? "colour" : "grey", fv_pixel_format_name(d.format),
                                      (double)d.gain, (double)d.threshold, ov ? " overlay" : "",
                                      fv_pixel_format_name(of));
-                            run_case(&d, engines[e], of, what);
+                            if (engine_runs(engines[e])) run_case(&d, engines[e], of, what);
                         }
     /* a non-square custom kernel */
     fv_filter_desc d = {.kind = FV_FILTER_CUSTOM,
@@ -435,11 +524,13 @@ static void threshold_overlay_gain_match_the_cpu(void **state) {
                         .kernel_rows = 3,
                         .kernel_cols = 7,
                         .gain = 0.2f};
-    for (int e = 0; e < 2; e++)
-        run_case(&d, engines[e], FV_PIXEL_RGBA32, "custom 3x7 colour BGR24 -> RGBA32");
+    for (int e = 0; e < ENGINES; e++)
+        if (engine_runs(engines[e]))
+            run_case(&d, engines[e], FV_PIXEL_RGBA32, "custom 3x7 colour BGR24 -> RGBA32");
     d.kernel_rows = 7, d.kernel_cols = 3;
-    for (int e = 0; e < 2; e++)
-        run_case(&d, engines[e], FV_PIXEL_GRAY8, "custom 7x3 colour BGR24 -> GRAY8");
+    for (int e = 0; e < ENGINES; e++)
+        if (engine_runs(engines[e]))
+            run_case(&d, engines[e], FV_PIXEL_GRAY8, "custom 7x3 colour BGR24 -> GRAY8");
 }
 
 static void tiny_and_odd_frames_match_the_cpu(void **state) {
@@ -454,7 +545,7 @@ static void tiny_and_odd_frames_match_the_cpu(void **state) {
                  {FV_PIXEL_NV12, 130, 18}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         for (int k = 0; k < 7; k += 3) /* laplacian, prewitt, custom 15x15 (bigger than frame) */
-            for (int e = 0; e < 2; e++) {
+            for (int e = 0; e < ENGINES; e++) {
                 const char *kn;
                 fv_filter_desc d = kind_desc(k, &kn);
                 d.format = sizes[i].f, d.width = sizes[i].w, d.height = sizes[i].h;
@@ -464,8 +555,106 @@ static void tiny_and_odd_frames_match_the_cpu(void **state) {
                 char what[128];
                 snprintf(what, sizeof what, "%s %dx%d %s -> %s", kn, d.width, d.height,
                          fv_pixel_format_name(d.format), fv_pixel_format_name(of));
-                run_case(&d, engines[e], of, what);
+                if (engine_runs(engines[e])) run_case(&d, engines[e], of, what);
             }
+}
+
+/* DIRECT against FUSED (GPU only, no CPU reference: fast enough for 1921 x
+ * 1079): every kind (custom 5x5 with integer weights: exact sums; 15x15
+ * random: rounded), grey and colour, overlay, every input and output
+ * format; odd sizes, widths not a multiple of 4, strides padded by odd
+ * amounts, input and output pointers at every offset from 16 bytes that
+ * selects another store width. */
+static void direct_matches_fused_at_odd_sizes_strides_and_alignments(void **state) {
+    if (!g_fused) skip();
+    fv_test_seed(26);
+    make_kernels();
+    static float k5i[25];
+    for (int i = 0; i < 25; i++)
+        k5i[i] = (float)(i * 5 % 7 - 3); /* -3..3, non-symmetric */
+    const struct {
+        fv_pixel_format f;
+        int w, h;
+    } sizes[] = {
+        {FV_PIXEL_GRAY8, 1, 1},       {FV_PIXEL_RGB24, 1, 1},     {FV_PIXEL_RGB24, 3, 2},
+        {FV_PIXEL_BGR24, 5, 3},       {FV_PIXEL_RGBA32, 7, 5},    {FV_PIXEL_GRAY8, 13, 4},
+        {FV_PIXEL_RGB24, 130, 17},    {FV_PIXEL_YUYV, 2, 1},      {FV_PIXEL_UYVY, 6, 3},
+        {FV_PIXEL_NV12, 10, 4},       {FV_PIXEL_RGBA32, 64, 16},  {FV_PIXEL_RGB24, 1921, 1079},
+        {FV_PIXEL_GRAY8, 1921, 1079}, {FV_PIXEL_NV12, 1922, 1080}};
+    const size_t out_offs[4] = {0, 8, 4, 3}; /* 16-, 8-, 4-byte and byte stores */
+    size_t cases = 0, exact = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        const int big = sizes[i].w > 1000;
+        for (int k = 0; k < 8; k++) {
+            if (big && k != 0 && k != 1 && k != 7) continue;
+            for (int o = 0; o < 2; o++)
+                for (int al = 0; al < (big ? 1 : 4); al++) {
+                    const char *kn = "custom 5x5 integer";
+                    fv_filter_desc d;
+                    if (k < 7) {
+                        d = kind_desc(k, &kn);
+                    } else {
+                        memset(&d, 0, sizeof d);
+                        d.kind = FV_FILTER_CUSTOM, d.kernel = k5i, d.gain = 0.05f;
+                        d.kernel_rows = d.kernel_cols = 5;
+                    }
+                    d.format = sizes[i].f, d.width = sizes[i].w, d.height = sizes[i].h;
+                    d.output = o ? FV_FILTER_OUT_COLOR : FV_FILTER_OUT_GRAY;
+                    d.overlay = (int)((i + (size_t)k) % 3 == 0);
+                    d.threshold = (i + (size_t)k + (size_t)al) % 5 == 4 ? 60.5f : 0.0f;
+                    d.engine = FV_FILTER_ENGINE_DIRECT;
+                    const fv_pixel_format of = out_fmts[(i + (size_t)k + (size_t)o + al) % 4];
+                    frame fin = frame_make(d.format, d.width, d.height, (size_t)(k % 3) * 3);
+                    frame fout = frame_make(of, d.width, d.height, i % 3);
+                    const size_t in_off = (i + (size_t)k) % 4, out_off = out_offs[al];
+                    unsigned char *in = malloc(fin.bytes), *got = malloc(fout.bytes + 16);
+                    assert_true(in && got);
+                    fv_test_fill_bytes(in, fin.bytes);
+                    for (size_t b = 0; b < fin.bytes; b += 5)
+                        in[b] = in[b / 2];
+                    memset(got, POISON, fout.bytes + 16);
+                    fv_tensor *tin = device_bytes(NULL, fin.bytes + 4);
+                    fv_tensor *tout = device_bytes(got, fout.bytes + 16);
+                    unsigned char *din = (unsigned char *)fv_tensor_data(tin) + in_off;
+                    unsigned char *dout = (unsigned char *)fv_tensor_data(tout) + out_off;
+                    FV_ASSERT_OK(fv_context_synchronize(g_gpu));
+                    fv_filter *f;
+                    FV_ASSERT_OK(fv_filter_create(g_gpu, &d, &f));
+                    fv_filter_info fi;
+                    FV_ASSERT_OK(fv_filter_info_get(f, &fi));
+                    assert_int_equal(fi.engine, FV_FILTER_ENGINE_DIRECT);
+                    frame_point(&fin, din);
+                    frame_point(&fout, dout);
+                    /* the input goes up through a host copy at the offset */
+                    unsigned char *staged = malloc(fin.bytes + 4);
+                    assert_non_null(staged);
+                    memset(staged, 0, fin.bytes + 4);
+                    memcpy(staged + in_off, in, fin.bytes);
+                    FV_ASSERT_OK(fv_tensor_upload(g_gpu, tin, staged, fin.bytes + 4));
+                    FV_ASSERT_OK(fv_filter_apply(f, &fin.img, &fout.img));
+                    FV_ASSERT_OK(fv_tensor_download(g_gpu, tout, got, fout.bytes + 16));
+                    FV_ASSERT_OK(fv_context_synchronize(g_gpu));
+                    char what[160];
+                    snprintf(what, sizeof what, "%s %s%s %dx%d %s -> %s (in +%zu, out +%zu)", kn,
+                             o ? "colour" : "grey", d.overlay ? " overlay" : "", d.width, d.height,
+                             fv_pixel_format_name(d.format), fv_pixel_format_name(of), in_off,
+                             out_off);
+                    for (size_t b = 0; b < out_off; b++) /* nothing before the image */
+                        if (got[b] != POISON) fail_msg("%s: byte %zu before the output", what, b);
+                    for (size_t b = out_off + fout.bytes; b < fout.bytes + 16; b++)
+                        if (got[b] != POISON) fail_msg("%s: byte after the output written", what);
+                    direct_vs_fused(&d, &fin, &fout, got + out_off, fout.bytes, what);
+                    cases++;
+                    exact += fi.direct_exact;
+                    fv_filter_destroy(f);
+                    fv_tensor_destroy(tout);
+                    fv_tensor_destroy(tin);
+                    free(in), free(got), free(staged);
+                }
+        }
+    }
+    printf("DIRECT vs FUSED: %zu cases, %zu byte for byte (direct_exact)\n", cases, exact);
+    assert_true(exact > cases / 3);
 }
 
 static void a_1080p_frame_matches_the_cpu(void **state) {
@@ -475,7 +664,8 @@ static void a_1080p_frame_matches_the_cpu(void **state) {
                         .height = 1080,
                         .format = FV_PIXEL_RGB24,
                         .gain = 0.08f};
-    for (int e = 0; e < 2; e++) {
+    for (int e = 0; e < ENGINES; e++) {
+        if (!engine_runs(engines[e])) continue;
         run_case(&d, engines[e], FV_PIXEL_GRAY8, "sobel grey 1920x1080 RGB24 -> GRAY8");
         fv_filter_desc c = d;
         c.format = FV_PIXEL_NV12, c.output = FV_FILTER_OUT_COLOR, c.overlay = 1;
@@ -531,8 +721,7 @@ static void fused_applies_allocate_nothing(void **state) {
 #ifdef HAVE_CUDART
 /* fv_filter_apply on the fused path captured into a CUDA graph: replaying it
  * writes what a direct apply writes, and reads the input buffer live. */
-static void fused_replays_from_a_cuda_graph(void **state) {
-    if (!g_fused) skip();
+static void graph_replay(fv_filter_engine engine) {
     enum { W = 302, H = 77 }; /* YUYV: even width; tails in x and y */
     const size_t ib2 = (size_t)W * H * 2, ob2 = (size_t)W * H * 4;
     fv_test_seed(25);
@@ -544,7 +733,8 @@ static void fused_replays_from_a_cuda_graph(void **state) {
                         .format = FV_PIXEL_YUYV,
                         .output = FV_FILTER_OUT_COLOR,
                         .gain = 0.1f,
-                        .overlay = 1};
+                        .overlay = 1,
+                        .engine = engine};
     fv_filter *f;
     FV_ASSERT_OK(fv_filter_create(g_gpu, &d, &f));
     fv_tensor *tin = device_bytes(NULL, ib2), *tout = device_bytes(NULL, ob2);
@@ -589,6 +779,15 @@ static void fused_replays_from_a_cuda_graph(void **state) {
     fv_filter_destroy(f);
     free(in), free(direct), free(replay);
 }
+
+static void fused_replays_from_a_cuda_graph(void **state) {
+    if (!g_fused) skip();
+    graph_replay(FV_FILTER_ENGINE_AUTO); /* YUYV: FUSED */
+}
+
+static void direct_replays_from_a_cuda_graph(void **state) {
+    graph_replay(FV_FILTER_ENGINE_DIRECT);
+}
 #endif
 
 int main(void) {
@@ -600,7 +799,7 @@ int main(void) {
     FV_ASSERT_OK(fv_context_info_get(g_gpu, &ci));
     g_fused = ci.tensor_cores;
     printf("GPU %s (sm_%d%d): AUTO takes the %s path\n", ci.device_name, ci.sm_major, ci.sm_minor,
-           g_fused ? "fused" : "conv");
+           g_fused ? "fused or direct (timed)" : "conv");
 #ifndef HAVE_CUDART
     printf("note: built without the CUDA runtime headers: the graph-capture test is left out "
            "(link test_gpu_filter with CUDA::cudart)\n");
@@ -609,10 +808,12 @@ int main(void) {
         cmocka_unit_test(every_kind_format_and_output_matches_the_cpu),
         cmocka_unit_test(threshold_overlay_gain_match_the_cpu),
         cmocka_unit_test(tiny_and_odd_frames_match_the_cpu),
+        cmocka_unit_test(direct_matches_fused_at_odd_sizes_strides_and_alignments),
         cmocka_unit_test(a_1080p_frame_matches_the_cpu),
         cmocka_unit_test(fused_applies_allocate_nothing),
 #ifdef HAVE_CUDART
         cmocka_unit_test(fused_replays_from_a_cuda_graph),
+        cmocka_unit_test(direct_replays_from_a_cuda_graph),
 #endif
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

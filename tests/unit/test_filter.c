@@ -288,8 +288,11 @@ static void engine_choice_on_the_cpu(void **state) {
     FV_ASSERT_STATUS(fv_filter_create(ctx, &d, &f), FV_ERR_NOT_SUPPORTED, "not available");
     assert_null(f);
     FV_ASSERT_STATUS(fv_filter_create(ctx, &d, &f), FV_ERR_NOT_SUPPORTED, "cpu backend");
-    d.engine = (fv_filter_engine)3;
-    FV_ASSERT_STATUS(fv_filter_create(ctx, &d, &f), FV_ERR_BAD_PARAM, "engine=3");
+    d.engine = FV_FILTER_ENGINE_DIRECT; /* a CUDA kernel too */
+    FV_ASSERT_STATUS(fv_filter_create(ctx, &d, &f), FV_ERR_NOT_SUPPORTED, "DIRECT");
+    assert_null(f);
+    d.engine = (fv_filter_engine)4;
+    FV_ASSERT_STATUS(fv_filter_create(ctx, &d, &f), FV_ERR_BAD_PARAM, "engine=4");
     d.engine = (fv_filter_engine)-1;
     FV_ASSERT_STATUS(fv_filter_create(ctx, &d, &f), FV_ERR_BAD_PARAM, "engine=-1");
     d = ok, d.reserved[4] = 7; /* the last one left after engine took one */
@@ -297,6 +300,7 @@ static void engine_choice_on_the_cpu(void **state) {
     assert_string_equal(fv_filter_engine_name(FV_FILTER_ENGINE_AUTO), "auto");
     assert_string_equal(fv_filter_engine_name(FV_FILTER_ENGINE_FUSED), "fused");
     assert_string_equal(fv_filter_engine_name(FV_FILTER_ENGINE_CONV), "conv");
+    assert_string_equal(fv_filter_engine_name(FV_FILTER_ENGINE_DIRECT), "direct");
     assert_string_equal(fv_filter_engine_name((fv_filter_engine)9), "unknown");
 
     /* AUTO and CONV both take the conv path on the CPU. */
@@ -313,8 +317,10 @@ static void engine_choice_on_the_cpu(void **state) {
         assert_int_equal(fi.kernel_cols, 3);
         assert_int_equal(fi.input_channels, 3);
         assert_int_equal(fi.edge_channels, 1);
-        assert_int_equal(fi.conv_outputs, 2); /* gx, gy */
-        for (int i = 0; i < 8; i++)
+        assert_int_equal(fi.conv_outputs, 2);                          /* gx, gy */
+        assert_true(fi.timed_ms[0] == 0.0f && fi.timed_ms[1] == 0.0f); /* nothing timed */
+        assert_int_equal(fi.direct_exact, 1); /* RGB24 bytes, Sobel: exact sums */
+        for (int i = 0; i < 5; i++)
             assert_int_equal(fi.reserved[i], 0);
         assert_non_null(fv_filter_conv(f)); /* the CONV engine has a convolution */
         FV_ASSERT_STATUS(fv_filter_info_get(f, NULL), FV_ERR_BAD_PARAM, "out");

@@ -1,7 +1,7 @@
 /* fovea: edge filters on frames, in a few lines.
  *
  * An fv_filter runs one frame on the context's backend and stream by one of
- * two engines (fv_filter_engine):
+ * three engines (fv_filter_engine):
  *   CONV:  fv_image_pack (bytes / 255, FP16) -> fv_conv2d (cuDNN, tensor
  *          cores on CUDA) -> edge step (|x| or gradient magnitude, gain,
  *          threshold, overlay) -> fv_image_unpack;
@@ -9,6 +9,15 @@
  *          bytes exactly) -> the convolution as an implicit GEMM on tensor
  *          cores (FP16 weights, FP32 accumulate) -> the same edge step with
  *          gain in place of 255 * gain -> bytes. No intermediate tensors.
+ *   DIRECT: (CUDA, any GPU) one kernel on CUDA cores with FUSED's values
+ *          (input values and weights rounded to FP16) and FP32 sums, built to
+ *          run at the DRAM floor. Its bytes are FUSED's wherever the
+ *          convolution's sums are exact in FP32 (fv_filter_info.direct_exact:
+ *          byte input formats with the built-in kernels, or custom kernels
+ *          whose FP16 weights are multiples of 2^-q with
+ *          255 * channels summed * sum |w| * 2^q < 2^24); elsewhere (YUV
+ *          input, fine custom weights) they may differ from FUSED's by a level
+ *          where a value lies within FP32 rounding of a .5 boundary.
  * On the CPU backend the CONV engine runs in FP32 (F32 tensors, FP32
  * weights): the reference the GPU is tested against; with the context flag
  * FV_CONTEXT_CPU_ROUND_F16 it mirrors the GPU's FP16 storage instead.
@@ -83,9 +92,14 @@ typedef enum fv_filter_output {
 
 /* How the CUDA backend runs a filter. */
 typedef enum fv_filter_engine {
-    FV_FILTER_ENGINE_AUTO = 0,  /* default: FUSED where the backend has it, else CONV */
+    /* default. CUDA with tensor cores: FUSED, or DIRECT where DIRECT is
+     * byte-identical to it (direct_exact) and ran the frame faster when
+     * fv_filter_create timed both (a few runs each; fv_filter_info says);
+     * else CONV. */
+    FV_FILTER_ENGINE_AUTO = 0,
     FV_FILTER_ENGINE_FUSED = 1, /* the fused tensor-core kernel (CUDA, sm_70+) */
-    FV_FILTER_ENGINE_CONV = 2   /* pack + fv_conv2d + edge + unpack: every backend */
+    FV_FILTER_ENGINE_CONV = 2,  /* pack + fv_conv2d + edge + unpack: every backend */
+    FV_FILTER_ENGINE_DIRECT = 3 /* the direct CUDA-core stencil kernel (CUDA, any GPU) */
 } fv_filter_engine;
 
 /* Largest custom kernel, rows and cols. */
@@ -115,12 +129,18 @@ typedef struct fv_filter_desc {
  * convolution (weights converted and uploaded once) and every tensor of the
  * pipeline in the context's DEVICE pool, and runs the convolution once
  * (fv_conv2d_bind). FUSED: uploads the FP16 weight matrix (one small
- * tensor of the DEVICE pool) and synchronizes once; nothing else.
+ * tensor of the DEVICE pool) and synchronizes once; nothing else. DIRECT:
+ * nothing on the device (the weights travel with each launch). AUTO, where
+ * DIRECT is a candidate: also times both kernels on a scratch frame carved
+ * from the DEVICE pool and freed before the call returns (output GRAY8 for
+ * one edge-step channel, else RGB24; a few ms at 4K); where the pool has no
+ * room for it, DIRECT is taken for kernels up to 3x3, FUSED for larger.
+ * Not while the context's stream is being captured.
  *   ctx, desc, out: required. *out is NULL on failure.
  * Returns FV_ERR_BAD_PARAM (the message names the field and its value;
  * also an unknown engine), FV_ERR_NOT_SUPPORTED (the backend cannot run the
  * convolution; engine FUSED on a backend without it: CPU, or a GPU without
- * tensor cores),
+ * tensor cores; engine DIRECT on the CPU),
  * FV_ERR_OUT_OF_MEMORY (the DEVICE or HOST pool is too small), device errors. */
 fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filter **out);
 
@@ -140,13 +160,15 @@ void fv_filter_destroy(fv_filter *f);
 fv_status fv_filter_apply(fv_filter *f, const fv_image *in, fv_image *out);
 
 /* The filter's convolution (for fv_conv2d_info_get), owned by the filter.
- * NULL when f is NULL or runs the FUSED engine (it has no fv_conv2d). */
+ * NULL when f is NULL or runs the FUSED or DIRECT engine (no fv_conv2d). */
 const fv_conv2d *fv_filter_conv(const fv_filter *f);
 
 /* How a filter runs. */
 typedef struct fv_filter_info {
-    fv_filter_engine engine; /* FUSED or CONV: the engine taken (never AUTO) */
+    fv_filter_engine engine; /* FUSED, DIRECT or CONV: the engine taken (never AUTO) */
     /* "fused tensor-core kernel (WMMA m16n16k16, FP16 in, FP32 accumulate)",
+     * "direct CUDA-core stencil (FP32 sums, exact: FUSED's bytes)" (or
+     * "..., rounded" when not direct_exact),
      * "pack + cuDNN conv + edge + unpack" (CUDA) or
      * "pack + conv + edge + unpack (CPU reference)" */
     char path[96];
@@ -155,13 +177,17 @@ typedef struct fv_filter_info {
     int input_channels;           /* packed: 1 (GRAY8 input) or 3 */
     int edge_channels;            /* 1 (GRAY) or the input channels (COLOR) */
     int conv_outputs;             /* edge channels, times 2 for gradient filters */
-    uint32_t reserved[8];         /* reserved for growth */
+    /* AUTO's timing at creation, ms per frame: [0] FUSED, [1] DIRECT; both 0
+     * when AUTO timed nothing (one candidate, a forced engine, no room). */
+    float timed_ms[2];
+    int direct_exact;     /* 1: DIRECT's bytes are provably FUSED's (see the top) */
+    uint32_t reserved[5]; /* reserved for growth */
 } fv_filter_info;
 
 /* Fills *out. Returns FV_ERR_BAD_PARAM if either is NULL. */
 fv_status fv_filter_info_get(const fv_filter *f, fv_filter_info *out);
 
-/* "auto", "fused", "conv"; "unknown". */
+/* "auto", "fused", "conv", "direct"; "unknown". */
 const char *fv_filter_engine_name(fv_filter_engine e);
 
 /* "laplacian", "sobel", "scharr", "prewitt", "custom"; "unknown". */

@@ -1,7 +1,8 @@
 /* fv_filter: pack -> conv2d -> edge step -> unpack (CONV engine), or the
- * backend's fused kernel (FUSED), planned once (see fovea/filter.h for the
- * exact rule). Gradient filters run both gradients of every edge channel as
- * one convolution (two output channels each). */
+ * backend's fused tensor-core kernel (FUSED) or direct CUDA-core kernel
+ * (DIRECT), planned once (see fovea/filter.h for the exact rule). AUTO
+ * times FUSED and DIRECT at creation where DIRECT's bytes are FUSED's. Gradient filters run both
+ * gradients of every edge channel as one convolution (two output channels each). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,12 +14,16 @@ struct fv_filter {
     fv_filter_desc desc;     /* normalized; kernel NULL */
     int pairs;               /* 1: gradient pairs (gx, gy) and a magnitude */
     int in_c, m, r, s;       /* packed channels, edge channels, kernel size */
-    fv_filter_engine engine; /* FUSED or CONV */
+    fv_filter_engine engine; /* FUSED, DIRECT or CONV */
     fv_tensor *w;            /* FUSED: the B matrix (see fv__backend.filter_fused) */
-    fv_conv2d *conv;         /* CONV: the convolution and tensors x, y, e */
-    fv_tensor *x;            /* packed input, F16, 1 or 3 channels */
-    fv_tensor *y;            /* convolution output, F16, m or 2m channels */
-    fv_tensor *e;            /* edge values in output levels, F32, 1 or 3 channels */
+    /* DIRECT: kernel 0 (and its transpose) r x s, FP16-rounded */
+    float kd[2 * FV_FILTER_MAX_KERNEL * FV_FILTER_MAX_KERNEL];
+    int direct_exact;  /* DIRECT's sums are exact: its bytes are FUSED's */
+    float timed_ms[2]; /* AUTO's timing: FUSED, DIRECT; 0 untimed */
+    fv_conv2d *conv;   /* CONV: the convolution and tensors x, y, e */
+    fv_tensor *x;      /* packed input, F16, 1 or 3 channels */
+    fv_tensor *y;      /* convolution output, F16, m or 2m channels */
+    fv_tensor *e;      /* edge values in output levels, F32, 1 or 3 channels */
 };
 
 const char *fv_filter_kind_name(fv_filter_kind k) {
@@ -45,6 +50,8 @@ const char *fv_filter_engine_name(fv_filter_engine e) {
         return "fused";
     case FV_FILTER_ENGINE_CONV:
         return "conv";
+    case FV_FILTER_ENGINE_DIRECT:
+        return "direct";
     }
     return "unknown";
 }
@@ -77,8 +84,8 @@ static fv_status check_desc(const fv_filter_desc *d) {
                (double)d->threshold);
     FV_REQUIRE(d->overlay == 0 || d->overlay == 1, FV_ERR_BAD_PARAM,
                "%s: overlay=%d must be 0 or 1", op, d->overlay);
-    FV_REQUIRE((int)d->engine >= FV_FILTER_ENGINE_AUTO && (int)d->engine <= FV_FILTER_ENGINE_CONV,
-               FV_ERR_BAD_PARAM, "%s: engine=%d is unknown (AUTO 0, FUSED 1, CONV 2)", op,
+    FV_REQUIRE((int)d->engine >= FV_FILTER_ENGINE_AUTO && (int)d->engine <= FV_FILTER_ENGINE_DIRECT,
+               FV_ERR_BAD_PARAM, "%s: engine=%d is unknown (AUTO 0, FUSED 1, CONV 2, DIRECT 3)", op,
                (int)d->engine);
     for (int i = 0; i < 5; i++)
         FV_REQUIRE(d->reserved[i] == 0, FV_ERR_BAD_PARAM, "%s: reserved[%d] must be zero", op, i);
@@ -171,7 +178,11 @@ static fv_status plan(fv_filter *f) {
     int r, s;
     float *w = make_weights(d, f->pairs, m, in_c, &r, &s);
     FV_REQUIRE(w, FV_ERR_OUT_OF_MEMORY, "filter: out of host memory");
-    if (f->engine == FV_FILTER_ENGINE_FUSED) {
+    if (f->engine == FV_FILTER_ENGINE_DIRECT) {
+        free(w);
+        return FV_OK; /* the weights travel with each launch */
+    }
+    if (f->engine == FV_FILTER_ENGINE_FUSED || f->engine == FV_FILTER_ENGINE_AUTO) {
         fv_status st = plan_fused(f, w, k);
         free(w);
         return st;
@@ -202,6 +213,144 @@ static fv_status plan(fv_filter *f) {
     return fv_conv2d_bind(f->conv, f->x, f->y);
 }
 
+static float round_f16(float x) {
+    return fv_f16_to_f32(fv_f32_to_f16(x));
+}
+
+/* DIRECT's kernels (kernel 0, and its transpose for pairs), FP16-rounded as
+ * FUSED's weights, and whether DIRECT's bytes are provably FUSED's: byte
+ * input values (integers) and FP16 weights all multiples of 2^-q with
+ * 255 * (channels summed) * sum |w| * 2^q < 2^24. Then every product and
+ * every partial sum, in any order, is a multiple of 2^-q below 2^(24-q):
+ * exact in FP32 (with or without FMA) and in the tensor cores' FP32
+ * accumulation, so both engines feed the same value to the same edge step.
+ * Reads desc.kernel: before fv_filter_create clears it. */
+static void plan_direct_weights(fv_filter *f) {
+    static const float lap[9] = {1, 1, 1, 1, -8, 1, 1, 1, 1};
+    const fv_filter_desc *d = &f->desc;
+    const int rs = f->r * f->s, g = f->pairs ? 2 : 1;
+    const float *k0 = d->kind == FV_FILTER_CUSTOM ? d->kernel
+                      : f->pairs                  ? gradient_kernel(d->kind)
+                                                  : lap;
+    for (int i = 0; i < rs; i++) {
+        f->kd[i] = round_f16(k0[i]);
+        if (f->pairs) f->kd[rs + i] = round_f16(k0[(i % 3) * 3 + i / 3]); /* transpose */
+    }
+    const fv_pixel_format fmt = d->format;
+    const int bytes_in = fmt == FV_PIXEL_GRAY8 || fmt == FV_PIXEL_RGB24 || fmt == FV_PIXEL_BGR24 ||
+                         fmt == FV_PIXEL_RGBA32;
+    int q = 0;
+    double sum_max = 0.0;
+    for (int k = 0; k < g; k++) {
+        double sum = 0.0;
+        for (int i = 0; i < rs; i++) {
+            const double w = f->kd[k * rs + i]; /* FP16 values: q <= 24 */
+            int qi = 0;
+            while (qi < 40 && ldexp(w, qi) != floor(ldexp(w, qi)))
+                qi++;
+            if (qi > q) q = qi;
+            sum += fabs(w);
+        }
+        if (sum > sum_max) sum_max = sum;
+    }
+    const int summed = f->m == 1 ? f->in_c : 1;
+    f->direct_exact = bytes_in && ldexp(255.0 * summed * sum_max, q) < 16777216.0;
+}
+
+static fv_status run_kernel(fv_filter *f, fv_filter_engine e, const fv_image *in,
+                            const fv_image *out) {
+    fv_context *ctx = f->ctx;
+    return e == FV_FILTER_ENGINE_DIRECT ? ctx->be->filter_direct(ctx, &f->desc, f->kd, in, out)
+                                        : ctx->be->filter_fused(ctx, &f->desc, f->w, in, out);
+}
+
+/* ms per frame of engine e on (in, out): the best of 3 timings of 2 runs,
+ * after one warm-up run. */
+static fv_status time_engine(fv_filter *f, fv_filter_engine e, const fv_image *in,
+                             const fv_image *out, void *ev[2], float *ms) {
+    fv_context *ctx = f->ctx;
+    const fv__backend *be = ctx->be;
+    float best = INFINITY;
+    FV_TRY(run_kernel(f, e, in, out));
+    for (int rep = 0; rep < 3; rep++) {
+        FV_TRY(be->event_record(ctx, ev[0], NULL));
+        for (int i = 0; i < 2; i++)
+            FV_TRY(run_kernel(f, e, in, out));
+        FV_TRY(be->event_record(ctx, ev[1], NULL));
+        FV_TRY(be->event_done(ctx, ev[1], 1));
+        float t = 0.0f;
+        FV_TRY(be->event_elapsed(ctx, ev[0], ev[1], &t));
+        if (t / 2 < best) best = t / 2;
+    }
+    *ms = best;
+    return FV_OK;
+}
+
+static size_t bytes_per_pixel(fv_pixel_format f);
+
+/* AUTO between FUSED (planned: f->w) and DIRECT: times both on a scratch
+ * frame of the DEVICE pool, keeps the faster. Without room for the frame:
+ * DIRECT up to 3x3 (a stencil with almost no math), FUSED above. */
+static fv_status choose_auto(fv_filter *f) {
+    fv_context *ctx = f->ctx;
+    const fv__backend *be = ctx->be;
+    const fv_filter_desc *d = &f->desc;
+    const int out_c = d->overlay && f->in_c > f->m ? f->in_c : f->m;
+    fv_image in = {.format = d->format, .width = d->width, .height = d->height};
+    fv_image out = {.format = out_c == 1 ? FV_PIXEL_GRAY8 : FV_PIXEL_RGB24,
+                    .width = d->width,
+                    .height = d->height};
+    in.stride = (size_t)d->width * bytes_per_pixel(d->format);
+    out.stride = (size_t)d->width * bytes_per_pixel(out.format);
+    const int in_rows = d->format == FV_PIXEL_NV12 ? d->height + d->height / 2 : d->height;
+    fv_tensor *ti = NULL, *to = NULL;
+    void *ev[2] = {NULL, NULL};
+    fv_tensor_desc td = {.dtype = FV_DTYPE_U8, .h = in_rows, .w = (int)in.stride, .c = 1};
+    fv_status st = fv_tensor_create(ctx, &td, &ti);
+    td.h = d->height, td.w = (int)out.stride;
+    if (st == FV_OK) st = fv_tensor_create(ctx, &td, &to);
+    if (st == FV_ERR_OUT_OF_MEMORY) {
+        fv__log(ctx, FV_LOG_INFO,
+                "filter: no room in the DEVICE pool to time the engines; AUTO takes %s",
+                f->r * f->s <= 9 ? "DIRECT" : "FUSED");
+        f->engine = f->r * f->s <= 9 ? FV_FILTER_ENGINE_DIRECT : FV_FILTER_ENGINE_FUSED;
+        st = FV_OK;
+        goto done;
+    }
+    if (st == FV_OK)
+        st = be->mem_zero(ctx, FV_POOL_DEVICE, fv_tensor_data(ti), in.stride * (size_t)in_rows);
+    if (st == FV_OK)
+        st = be->mem_zero(ctx, FV_POOL_DEVICE, fv_tensor_data(to), out.stride * (size_t)d->height);
+    if (st == FV_OK) st = be->event_create(ctx, &ev[0]);
+    if (st == FV_OK) st = be->event_create(ctx, &ev[1]);
+    if (st == FV_OK) {
+        in.data = fv_tensor_data(ti);
+        if (d->format == FV_PIXEL_NV12)
+            in.uv = (unsigned char *)in.data + in.stride * (size_t)d->height,
+            in.uv_stride = in.stride;
+        out.data = fv_tensor_data(to);
+        st = time_engine(f, FV_FILTER_ENGINE_FUSED, &in, &out, ev, &f->timed_ms[0]);
+    }
+    if (st == FV_OK) st = time_engine(f, FV_FILTER_ENGINE_DIRECT, &in, &out, ev, &f->timed_ms[1]);
+    if (st == FV_OK) {
+        f->engine =
+            f->timed_ms[1] < f->timed_ms[0] ? FV_FILTER_ENGINE_DIRECT : FV_FILTER_ENGINE_FUSED;
+        fv__log(ctx, FV_LOG_INFO, "filter: AUTO timed FUSED %.4f ms, DIRECT %.4f ms: takes %s",
+                (double)f->timed_ms[0], (double)f->timed_ms[1], fv_filter_engine_name(f->engine));
+    }
+done:
+    for (int i = 0; i < 2; i++)
+        if (ev[i]) be->event_destroy(ctx, ev[i]);            /* waits for the event */
+    if (st == FV_OK && ti) st = fv_context_synchronize(ctx); /* the scratch is freed next */
+    fv_tensor_destroy(to);
+    fv_tensor_destroy(ti);
+    if (st == FV_OK && f->engine == FV_FILTER_ENGINE_DIRECT) {
+        fv_tensor_destroy(f->w); /* FUSED's weights: unused */
+        f->w = NULL;
+    }
+    return st;
+}
+
 fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filter **out) {
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_filter_create: out is NULL");
     *out = NULL;
@@ -223,20 +372,32 @@ fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filte
     f->m = d.output == FV_FILTER_OUT_COLOR ? f->in_c : 1;
     f->r = d.kind == FV_FILTER_CUSTOM ? d.kernel_rows : 3;
     f->s = d.kind == FV_FILTER_CUSTOM ? d.kernel_cols : 3;
-    /* The fused kernel needs tensor cores (WMMA, sm_70+). */
+    /* The fused kernel needs tensor cores (WMMA, sm_70+); the direct one
+     * any GPU of the backend. */
     const int fused_ok = ctx->be->filter_fused && ctx->info.tensor_cores;
-    f->engine = d.engine == FV_FILTER_ENGINE_AUTO
-                    ? (fused_ok ? FV_FILTER_ENGINE_FUSED : FV_FILTER_ENGINE_CONV)
-                    : d.engine;
+    const int direct_ok = ctx->be->filter_direct != NULL;
+    plan_direct_weights(f);
+    /* AUTO stays AUTO (FUSED planned, then timed against DIRECT) where
+     * DIRECT's bytes are provably FUSED's. */
+    f->engine = d.engine != FV_FILTER_ENGINE_AUTO ? d.engine
+                : !fused_ok                       ? FV_FILTER_ENGINE_CONV
+                : direct_ok && f->direct_exact    ? FV_FILTER_ENGINE_AUTO
+                                                  : FV_FILTER_ENGINE_FUSED;
     fv_status s = FV_OK;
     if (f->engine == FV_FILTER_ENGINE_FUSED && !fused_ok)
         s = fv__error(FV_ERR_NOT_SUPPORTED,
                       "filter: engine FUSED (the fused tensor-core kernel) is not available on "
                       "the %s backend%s; use AUTO or CONV",
                       ctx->be->name, ctx->be->filter_fused ? " of a GPU without tensor cores" : "");
+    if (f->engine == FV_FILTER_ENGINE_DIRECT && !direct_ok)
+        s = fv__error(FV_ERR_NOT_SUPPORTED,
+                      "filter: engine DIRECT (the direct CUDA kernel) is not available on the %s "
+                      "backend; use AUTO or CONV",
+                      ctx->be->name);
     if (s == FV_OK) {
         fv__obj_internal(1);
         s = plan(f);
+        if (s == FV_OK && f->engine == FV_FILTER_ENGINE_AUTO) s = choose_auto(f);
         fv__obj_internal(0);
     }
     f->desc.kernel = NULL;
@@ -273,6 +434,9 @@ fv_status fv_filter_info_get(const fv_filter *f, fv_filter_info *out) {
     if (f->engine == FV_FILTER_ENGINE_FUSED) {
         path = "fused tensor-core kernel (WMMA m16n16k16, FP16 in, FP32 accumulate)";
         out->tensor_cores = 1;
+    } else if (f->engine == FV_FILTER_ENGINE_DIRECT) {
+        path = f->direct_exact ? "direct CUDA-core stencil (FP32 sums, exact: FUSED's bytes)"
+                               : "direct CUDA-core stencil (FP32 sums, rounded)";
     } else {
         fv_conv2d_info ci;
         FV_TRY(fv_conv2d_info_get(f->conv, &ci));
@@ -285,6 +449,8 @@ fv_status fv_filter_info_get(const fv_filter *f, fv_filter_info *out) {
     out->input_channels = f->in_c;
     out->edge_channels = f->m;
     out->conv_outputs = f->m * (f->pairs ? 2 : 1);
+    out->timed_ms[0] = f->timed_ms[0], out->timed_ms[1] = f->timed_ms[1];
+    out->direct_exact = f->direct_exact;
     return FV_OK;
 }
 
@@ -335,11 +501,11 @@ fv_status fv_filter_apply(fv_filter *f, const fv_image *in, fv_image *out) {
                "%s: output format %s is not supported (GRAY8, RGB24, BGR24, RGBA32 are)", op,
                fv_pixel_format_name(out->format));
     fv_context *ctx = f->ctx;
-    if (f->engine == FV_FILTER_ENGINE_FUSED) {
+    if (f->engine == FV_FILTER_ENGINE_FUSED || f->engine == FV_FILTER_ENGINE_DIRECT) {
         fv_image i, o;
         FV_TRY(image_normalize(op, "input", in, &i));
         FV_TRY(image_normalize(op, "output", out, &o));
-        return ctx->be->filter_fused(ctx, d, f->w, &i, &o);
+        return run_kernel(f, f->engine, &i, &o);
     }
     fv_unpack_desc ud = {.absolute = 0, .scale = 1.0f, .bias = 0.0f};
     FV_TRY(fv_image_pack(ctx, in, f->x, NULL));

@@ -212,6 +212,12 @@ typedef struct fv__backend {
      * synchronization (capturable). */
     fv_status (*filter_fused)(fv_context *ctx, const fv_filter_desc *d, const fv_tensor *w,
                               const fv_image *in, const fv_image *out);
+    /* Optional (NULL: none): the same filter on CUDA cores (no tensor cores
+     * needed). k: kernel 0 (and kernel 1, the transpose, for gradient
+     * pairs) as r x s row-major floats, each FP16-rounded as the fused
+     * weights are; copied into the launch. Same rules as filter_fused. */
+    fv_status (*filter_direct)(fv_context *ctx, const fv_filter_desc *d, const float *k,
+                               const fv_image *in, const fv_image *out);
 
     /* Optional (NULL on the CPU backend): streams, timing events, async
      * copies and graph capture for fv_pipeline. A NULL stream means the

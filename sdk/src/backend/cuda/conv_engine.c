@@ -561,3 +561,15 @@ fv_status fv_context_cuda_stream(fv_context *ctx, cudaStream_t *out) {
     *out = fv__cuda_stream(ctx);
     return FV_OK;
 }
+
+fv_status fv_context_cuda_set_stream(fv_context *ctx, cudaStream_t s) {
+    FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "fv_context_cuda_set_stream: ctx is NULL");
+    FV_REQUIRE(ctx->backend == FV_BACKEND_CUDA, FV_ERR_NOT_SUPPORTED,
+               "fv_context_cuda_set_stream: the context runs on the CPU backend");
+    fv__cuda_state *st = fv__cuda_state_of(ctx);
+    FV_TRY(fv__cuda_bind(ctx));
+    FV_CUDA_TRY(cudaStreamSynchronize(st->stream));
+    st->stream = s ? s : st->own_stream;
+    FV_CUDNN_TRY(cudnnSetStream(st->cudnn, st->stream));
+    return FV_OK;
+}

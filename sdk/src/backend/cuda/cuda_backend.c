@@ -6,6 +6,7 @@
 #include <string.h>
 #include "cuda_internal.h"
 #include "kernels/elementwise.cuh"
+#include "kernels/filter_direct.cuh"
 #include "kernels/filter_fused.cuh"
 
 #ifndef FV_CUDA_ARCHITECTURES
@@ -162,7 +163,7 @@ static void cuda_fini(fv_context *ctx) {
         if (st->events[i]) (void)cudaEventDestroy(st->events[i]);
     if (st->cudnn) (void)cudnnDestroy(st->cudnn);
     if (st->lt) (void)cublasLtDestroy((cublasLtHandle_t)st->lt);
-    if (st->stream) (void)cudaStreamDestroy(st->stream);
+    if (st->own_stream) (void)cudaStreamDestroy(st->own_stream); /* never a borrowed one */
     if (st->copy_stream) (void)cudaStreamDestroy(st->copy_stream);
     (void)cudaGetLastError();
     free(st);
@@ -173,6 +174,7 @@ static fv_status init_state(fv_context *ctx, fv__cuda_state *st) {
     FV_CUDA_TRY(cudaSetDevice(st->device));
     FV_TRY(fill_info(ctx, st));
     FV_CUDA_TRY(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    st->own_stream = st->stream;
     FV_CUDA_TRY(cudaStreamCreateWithFlags(&st->copy_stream, cudaStreamNonBlocking));
     FV_CUDNN_TRY(cudnnCreate(&st->cudnn));
     FV_CUDNN_TRY(cudnnSetStream(st->cudnn, st->stream));
@@ -256,6 +258,7 @@ const fv__backend fv__backend_cuda = {
     .unpack = fv__cuda_unpack,
     .edge = fv__cuda_edge,
     .filter_fused = fv__cuda_filter_fused,
+    .filter_direct = fv__cuda_filter_direct,
     .stream_create = fv__cuda_stream_create,
     .stream_destroy = fv__cuda_stream_destroy,
     .event_create = fv__cuda_event_create,

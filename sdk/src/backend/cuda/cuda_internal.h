@@ -9,11 +9,12 @@
 
 typedef struct fv__cuda_state {
     int device;
-    int sm;                              /* major * 10 + minor */
-    int can_map_host;                    /* cudaDevAttrCanMapHostMemory */
-    cudaStream_t stream;                 /* compute: every op, kernel and copy2d */
-    cudaStream_t copy_stream;            /* uploads/downloads overlapped with compute */
-    cudnnHandle_t cudnn;                 /* bound to stream */
+    int sm;                   /* major * 10 + minor */
+    int can_map_host;         /* cudaDevAttrCanMapHostMemory */
+    cudaStream_t stream;      /* compute: every op, kernel and copy2d */
+    cudaStream_t own_stream;  /* the context's own compute stream; stream may be the caller's */
+    cudaStream_t copy_stream; /* uploads/downloads overlapped with compute */
+    cudnnHandle_t cudnn;      /* bound to stream */
     cudaEvent_t events[FV__CUDA_EVENTS]; /* created with cudaEventDisableTiming */
     unsigned char event_used[FV__CUDA_EVENTS];
     void *ws; /* the workspace shared by all convolutions (device pool) */

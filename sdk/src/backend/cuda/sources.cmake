@@ -11,6 +11,7 @@ set(FV_CUDA_SOURCES
   ${_fv_cuda_dir}/kernels/pack.cu
   ${_fv_cuda_dir}/kernels/edge.cu
   ${_fv_cuda_dir}/kernels/filter_fused.cu
+  ${_fv_cuda_dir}/kernels/filter_direct.cu
 )
 # fv_net's layer kernels (backend/net_ops.h).
 list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/cuda_net.c ${_fv_cuda_dir}/kernels/net.cu
@@ -29,5 +30,6 @@ set_source_files_properties(${_fv_cuda_dir}/cuda_backend.c PROPERTIES
 # Pack/unpack must give the CPU backend's bits: no contraction of a*b+c into
 # an FMA anywhere in that file (pixel_math.h's helpers already avoid it).
 set_source_files_properties(${_fv_cuda_dir}/kernels/pack.cu
-  ${_fv_cuda_dir}/kernels/filter_fused.cu ${_fv_cuda_dir}/kernels/vision.cu
+  ${_fv_cuda_dir}/kernels/filter_fused.cu ${_fv_cuda_dir}/kernels/filter_direct.cu
+  ${_fv_cuda_dir}/kernels/vision.cu
   PROPERTIES COMPILE_OPTIONS "--fmad=false")
