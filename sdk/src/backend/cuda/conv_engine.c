@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "conv_engine.h"
 #include "fovea/fovea_cuda.h"
 #include "kernels/conv_epilogue.cuh"
@@ -298,6 +299,12 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
     return s;
 }
 
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 /* The op with its plan from the profile's cache when use_cached; *retry set
  * (and nothing made) when such a plan finalized but did not run. */
 static fv_status create(fv_conv2d *op, const float *weights, const float *bias, int use_cached,
@@ -307,8 +314,11 @@ static fv_status create(fv_conv2d *op, const float *weights, const float *bias, 
     conv_state *st = calloc(1, sizeof *st);
     FV_REQUIRE(st, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory");
     char why[512] = "";
+    double t0 = now_ms();
     fv_status s = choose(op, weights, bias, use_cached, st, why, sizeof why);
+    double t1 = now_ms();
     if (s == FV_OK) s = upload_weights(op, &st->c.f, weights, bias, &st->w, &st->b);
+    double t2 = now_ms();
     if (s == FV_OK) s = workspace_reserve(ctx, st->c.ws);
     if (s == FV_OK && st->c.path == FV__PATH_GEMM && fv__conv_gemm_counter_bytes(&st->c.gg)) {
         size_t cb = fv__conv_gemm_counter_bytes(&st->c.gg);
@@ -320,6 +330,7 @@ static fv_status create(fv_conv2d *op, const float *weights, const float *bias, 
         st->c.gg.counters = st->counters;
     }
     op->be_state = st;
+    double t3 = now_ms();
     if (s == FV_OK && warm_up(op, st) < 0 && st->c.plan_cached) {
         fv__log(ctx, FV_LOG_DEBUG, "conv2d: the cached plan of %s did not run; compiling it",
                 st->c.engine);
@@ -343,11 +354,18 @@ static fv_status create(fv_conv2d *op, const float *weights, const float *bias, 
                  (d->flags & FV_CONV2D_AUTOTUNE) ? "autotune" : "heuristics");
         fv__profile_put(ctx->profile, &e); /* a full profile only loses persistence */
     }
+    double t4 = now_ms();
     if (!st->c.plan_cached) fv__conv_plan_cache_store(op, &st->c);
-    fv__log(ctx, FV_LOG_INFO, "conv2d %dx%dx%d -> %dx%dx%d (%dx%d): %s %s, %s, %s, ws %zu, %s",
+    /* where a create's time goes (cold starts): choosing the engine (and
+     * finalizing its plan), converting and uploading the weights, the
+     * warm-up run (the first use of an engine's kernels in a process) */
+    fv__log(ctx, FV_LOG_INFO,
+            "conv2d %dx%dx%d -> %dx%dx%d (%dx%d): %s %s, %s, %s, ws %zu, %s; create: engine %.1f "
+            "ms%s, weights %.1f ms, warm-up %.1f ms",
             d->h, d->w, d->c, op->p, op->q, d->k, d->r, d->s, fv__engine_path_name(st->c.path),
             st->c.engine, st->c.how, st->c.f.name, st->c.ws,
-            st->c.tensor_cores ? "tensor cores" : "no tensor cores");
+            st->c.tensor_cores ? "tensor cores" : "no tensor cores", t1 - t0,
+            st->c.plan_cached ? " (cached plan)" : "", t2 - t1, t4 - t3);
     return FV_OK;
 }
 
