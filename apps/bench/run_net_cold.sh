@@ -28,9 +28,18 @@ rm -f "$out/cold/p1.profile"
 args=(net --model "$model" --batch "$batch" --size "$size" --weights "$out/cold/$model.fvw"
       --io "$out/cold/${model}_n${batch}_s${size}.io.fvw" --iters 50 --warmup 10)
 echo "== 1. from $(basename "$p0") (choices only, or none): plans compiled, profile written back"
-"$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold 2>&1 | grep -E "cold|created|graph |eager |fovea: net:"
+"$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold 2>&1 | tee "$out/cold/run1.log" |
+  grep -E "cold|created|graph |eager |fovea: net:"
 ls -l "$out/cold/p1.profile"
 for i in 1 2 3; do
   echo "== 2.$i a new process from the written profile"
-  "$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold 2>&1 | grep -E "context|cold|created|fovea: net:"
+  "$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold 2>&1 | tee "$out/cold/run2.$i.log" |
+    grep -E "context|cold|created|fovea: net:"
 done
+# where a new process's create goes, layer by layer (conv2d info lines):
+# engine (choice and plan), weights (convert, upload), warm-up (first run)
+echo "== per-layer create times of 2.1 (ms): engine weights warm-up"
+grep -oE "conv2d [0-9x]+ -> [0-9x]+ \([0-9x]+\).*create: .*" "$out/cold/run2.1.log" |
+  sed -E 's/^(conv2d [0-9x]+ -> [0-9x]+ \([0-9x]+\)).*create: engine ([0-9.]+) ms( \(cached plan\))?, weights ([0-9.]+) ms, warm-up ([0-9.]+) ms/\1|\2 \4 \5 \3/' |
+  awk -F'|' '{print $1 " | " $2; split($2, v, " "); e += v[1]; w += v[2]; u += v[3]}
+             END {printf "sum: engine %.1f ms, weights %.1f ms, warm-up %.1f ms\n", e, w, u}'

@@ -406,7 +406,8 @@ static stats run_case(const fv_filter_desc *dd, fv_filter_engine engine, fv_pixe
            st.max, st.skipped);
     if (fi.engine == FV_FILTER_ENGINE_DIRECT && g_fused) /* and against FUSED on the GPU */
         direct_vs_fused(&d, &gin, &gout, got, fout.bytes, what);
-    if (st.skipped * 50 > st.bytes)
+    /* a case with more than 1 byte in 20 on the threshold tests too little */
+    if (st.skipped * 20 > st.bytes)
         fail_msg("%s: %zu of %zu bytes on the threshold", what, st.skipped, st.bytes);
     fv_tensor_destroy(tout);
     fv_tensor_destroy(tin);
