@@ -33,11 +33,61 @@ typedef struct orin {
 static const orin orins[2] = {{"Orin Nano 8GB", 8, 625.0, 68.0},
                               {"AGX Orin 64GB", 16, 1300.0, 204.8}};
 
+/* The driver API through the runtime's entry points, not by linking
+ * libcuda: fovea-bench then starts (and its CPU benchmarks run) on machines
+ * without the NVIDIA driver. */
+#define DRIVER_FNS(X)                                                                              \
+    X(cuInit)                                                                                      \
+    X(cuDeviceGet)                                                                                 \
+    X(cuCtxGetCurrent)                                                                             \
+    X(cuDeviceGetDevResource)                                                                      \
+    X(cuDevSmResourceSplitByCount)                                                                 \
+    X(cuDevResourceGenerateDesc)                                                                   \
+    X(cuGreenCtxCreate)                                                                            \
+    X(cuGreenCtxStreamCreate)                                                                      \
+    X(cuCtxFromGreenCtx)                                                                           \
+    X(cuCtxSetCurrent)                                                                             \
+    X(cuStreamDestroy)                                                                             \
+    X(cuGreenCtxDestroy)                                                                           \
+    X(cuGetErrorName)                                                                              \
+    X(cuGetErrorString)
+
+#define DECLARE(f) static __typeof__(f) *p_##f;
+DRIVER_FNS(DECLARE)
+#undef DECLARE
+
+/* 1 when every driver function was found, else 0 with why. */
+static int driver_load(char *why, size_t n) {
+    static int loaded = -1;
+    static char failed[160];
+    if (loaded < 0) {
+        loaded = 1;
+#define LOAD(f)                                                                                    \
+    if (loaded) {                                                                                  \
+        enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;               \
+        void *fn = NULL;                                                                           \
+        if (cudaGetDriverEntryPointByVersion(#f, &fn, CUDA_VERSION, cudaEnableDefault, &q) !=      \
+                cudaSuccess ||                                                                     \
+            q != cudaDriverEntryPointSuccess || !fn) {                                             \
+            snprintf(failed, sizeof failed, "the driver has no %s (CUDA %d API)", #f,              \
+                     CUDA_VERSION);                                                                \
+            loaded = 0;                                                                            \
+        } else {                                                                                   \
+            p_##f = (__typeof__(p_##f))fn;                                                         \
+        }                                                                                          \
+    }
+        DRIVER_FNS(LOAD)
+#undef LOAD
+    }
+    if (!loaded) snprintf(why, n, "%s", failed);
+    return loaded;
+}
+
 static int cu_ok(CUresult r, const char *call, char *why, size_t n) {
     if (r == CUDA_SUCCESS) return 1;
     const char *name = NULL, *text = NULL;
-    cuGetErrorName(r, &name);
-    cuGetErrorString(r, &text);
+    p_cuGetErrorName(r, &name);
+    p_cuGetErrorString(r, &text);
     snprintf(why, n, "%s: %s (%s)", call, name ? name : "?", text ? text : "?");
     return 0;
 }
@@ -125,20 +175,22 @@ static int run_slice(fv_context *ctx, int device, int n, const fv_filter_desc *f
     int rc = 1;
     memset(&all, 0, sizeof all);
     memset(&part, 0, sizeof part);
-    if (!cu_ok(cuInit(0), "cuInit", why, wn) ||
-        !cu_ok(cuDeviceGet(&dev, device), "cuDeviceGet", why, wn) ||
-        !cu_ok(cuCtxGetCurrent(&prev), "cuCtxGetCurrent", why, wn) ||
-        !cu_ok(cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM),
+    if (!driver_load(why, wn)) return 1;
+    if (!cu_ok(p_cuInit(0), "cuInit", why, wn) ||
+        !cu_ok(p_cuDeviceGet(&dev, device), "cuDeviceGet", why, wn) ||
+        !cu_ok(p_cuCtxGetCurrent(&prev), "cuCtxGetCurrent", why, wn) ||
+        !cu_ok(p_cuDeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM),
                "cuDeviceGetDevResource(SM)", why, wn) ||
-        !cu_ok(cuDevSmResourceSplitByCount(&part, &groups, &all, NULL, 0, (unsigned)n),
+        !cu_ok(p_cuDevSmResourceSplitByCount(&part, &groups, &all, NULL, 0, (unsigned)n),
                "cuDevSmResourceSplitByCount", why, wn) ||
-        !cu_ok(cuDevResourceGenerateDesc(&desc, &part, 1), "cuDevResourceGenerateDesc", why, wn) ||
-        !cu_ok(cuGreenCtxCreate(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate",
+        !cu_ok(p_cuDevResourceGenerateDesc(&desc, &part, 1), "cuDevResourceGenerateDesc", why,
+               wn) ||
+        !cu_ok(p_cuGreenCtxCreate(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate",
                why, wn) ||
-        !cu_ok(cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0), "cuGreenCtxStreamCreate",
-               why, wn) ||
-        !cu_ok(cuCtxFromGreenCtx(&gc, g), "cuCtxFromGreenCtx", why, wn) ||
-        !cu_ok(cuCtxSetCurrent(gc), "cuCtxSetCurrent(green)", why, wn))
+        !cu_ok(p_cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0),
+               "cuGreenCtxStreamCreate", why, wn) ||
+        !cu_ok(p_cuCtxFromGreenCtx(&gc, g), "cuCtxFromGreenCtx", why, wn) ||
+        !cu_ok(p_cuCtxSetCurrent(gc), "cuCtxSetCurrent(green)", why, wn))
         goto done;
     *got = (int)part.sm.smCount;
     fv_status s = fv_context_cuda_set_stream(ctx, (cudaStream_t)gs);
@@ -150,9 +202,9 @@ static int run_slice(fv_context *ctx, int device, int n, const fv_filter_desc *f
     if (rc) snprintf(why, wn, "the timing failed (above)");
     fv_context_cuda_set_stream(ctx, NULL);
 done:
-    if (prev) cuCtxSetCurrent(prev);
-    if (gs) cuStreamDestroy(gs);
-    if (g) cuGreenCtxDestroy(g);
+    if (prev) p_cuCtxSetCurrent(prev);
+    if (gs) p_cuStreamDestroy(gs);
+    if (g) p_cuGreenCtxDestroy(g);
     return rc;
 }
 
