@@ -1,5 +1,6 @@
 /* FP32 <-> FP16 conversion: exhaustive round trips, rounding, edge cases. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "fv_test.h"
 
@@ -102,12 +103,44 @@ static void bulk_matches_scalar(void **state) {
     }
 }
 
+/* The array conversion (the CPU's instructions where it has them) equals
+ * the scalar one bit for bit on every kind of value: random bit patterns
+ * over all exponents (normals, subnormals, overflow, NaN with payloads),
+ * exact ties, and lengths that leave a tail. */
+static void bulk_bits_match_scalar(void **state) {
+    (void)state;
+    enum { N = 1 << 20 };
+    float *src = malloc(sizeof(float) * N);
+    fv_half *h = malloc(sizeof(fv_half) * N);
+    assert_non_null(src);
+    assert_non_null(h);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < N; i++) {
+        x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+        uint32_t u = (uint32_t)((x * 0x2545f4914f6cdd1dull) >> 32);
+        if (i % 4 == 1) u = (u & 0x80000000u) | ((u % 40u + 100u) << 23) | (u & 0x7fffffu);
+        if (i % 4 == 2) u = (u & 0xff800000u) | 0x1000u | (u & 0x7fe000u); /* ties */
+        if (i % 16 == 3) u = (u & 0x807fffffu) | 0x7f800000u;              /* inf and NaN */
+        memcpy(&src[i], &u, 4);
+    }
+    size_t lens[3] = {N, 13, 7};
+    for (int l = 0; l < 3; l++) {
+        fv_f32_to_f16_n(src, h, lens[l]);
+        for (size_t i = 0; i < lens[l]; i++)
+            if (h[i] != fv_f32_to_f16(src[i])) {
+                uint32_t u;
+                memcpy(&u, &src[i], 4);
+                fail_msg("0x%08x: array 0x%04x, scalar 0x%04x", u, h[i], fv_f32_to_f16(src[i]));
+            }
+    }
+    free(src), free(h);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(every_half_round_trips),
-        cmocka_unit_test(edge_cases),
-        cmocka_unit_test(random_values_round_to_nearest),
-        cmocka_unit_test(bulk_matches_scalar),
+        cmocka_unit_test(every_half_round_trips),         cmocka_unit_test(edge_cases),
+        cmocka_unit_test(random_values_round_to_nearest), cmocka_unit_test(bulk_matches_scalar),
+        cmocka_unit_test(bulk_bits_match_scalar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -181,10 +181,10 @@ static size_t weight_index(const fv__conv_form *f, int rows, size_t row, int k, 
     return ((size_t)k * rows + r) * row + pos;
 }
 
-/* KCRS FP32 -> FP16 [kp][r][s][wc] for form f (zero outside the op's groups
+/* KCRS (FP16, converted) -> [kp][r][s][wc] for form f (zero outside the op's groups
  * and in the padding); the direct kernel's forms: [r][kp / 8][kr][8]
  * (kernels/conv_direct.cuh; in pairs, tap s at fv__conv_direct_pair_pos). */
-static void pack_weights(const fv_conv2d *op, const fv__conv_form *f, const float *w,
+static void pack_weights(const fv_conv2d *op, const fv__conv_form *f, const fv_half *w,
                          fv_half *out) {
     const fv_conv2d_desc *d = &op->desc;
     int cg = d->c / d->groups, kg = d->k / d->groups;
@@ -199,7 +199,7 @@ static void pack_weights(const fv_conv2d *op, const fv__conv_form *f, const floa
                     out[weight_index(f, d->r, row, k, r,
                                      f->pair ? (size_t)fv__conv_direct_pair_pos(s, col)
                                              : (size_t)s * f->wc + col)] =
-                        fv_f32_to_f16(w[(((size_t)k * cg + c) * d->r + r) * d->s + s]);
+                        w[(((size_t)k * cg + c) * d->r + r) * d->s + s];
         }
     }
 }
@@ -212,9 +212,16 @@ static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const flo
     size_t nw = (size_t)f->kp * d->r * (f->kr ? (size_t)f->kr : (size_t)d->s * f->wc);
     *w = *b = NULL;
     size_t bb = fv__conv_bias_bytes(f->kp); /* FP16, then FP32 (graph-pw) */
-    fv_half *hw = malloc(nw * sizeof *hw + bb);
-    FV_REQUIRE(hw, FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory for the weights");
-    pack_weights(op, f, weights, hw);
+    /* converted once in bulk (the CPU's F16C/FCVT), then placed */
+    size_t nsrc = (size_t)d->k * (d->c / d->groups) * d->r * d->s;
+    fv_half *hw = malloc(nw * sizeof *hw + bb), *hsrc = malloc(nsrc * sizeof *hsrc);
+    if (!hw || !hsrc) {
+        free(hw), free(hsrc);
+        return fv__error(FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory for the weights");
+    }
+    fv_f32_to_f16_n(weights, hsrc, nsrc);
+    pack_weights(op, f, hsrc, hw);
+    free(hsrc);
     unsigned char *hb = (unsigned char *)(hw + nw);
     memset(hb, 0, bb);
     float *hb32 = (float *)(void *)(hb + FV_ROUND_UP((size_t)f->kp * 2, FV_ALIGN));
