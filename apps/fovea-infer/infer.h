@@ -166,6 +166,7 @@ int loop_run(app *a, volatile sig_atomic_t *stop, const char **end);
 
 /* ---- report.c --------------------------------------------------------------------- */
 #define LAT_SAMPLES 65536
+#define LAT_WARMUP  8 /* frames, of all cameras, before latencies count */
 
 typedef struct cam_stats {
     long frames, window_frames;
@@ -179,6 +180,10 @@ struct stats {
     double stage[5], window_stage[5]; /* ms sums: upload, pre, net, post, download */
     float lat[LAT_SAMPLES], wlat[LAT_SAMPLES];
     long nlat, nwlat;
+    /* the first LAT_WARMUP frames (first engine and graph launches, clocks
+     * rising): kept out of the percentiles unless nothing else came */
+    float warm[8];
+    long nwarm;
     uint64_t rng;
     cam_stats cam[MAX_CAMERAS];
 };

@@ -34,6 +34,10 @@ static double percentile(float *v, long n, double q) {
 }
 
 void stats_latency(stats *s, float ms) {
+    if (s->nwarm < LAT_WARMUP) {
+        s->warm[s->nwarm++] = ms;
+        return;
+    }
     if (s->nwlat < LAT_SAMPLES) s->wlat[s->nwlat++] = ms;
     if (s->nlat < LAT_SAMPLES) {
         s->lat[s->nlat] = ms;
@@ -129,6 +133,11 @@ void report_status(const options *o, const model *m, camera *cams, int n, stats 
 void report_summary(const options *o, const model *m, camera *cams, int n, stats *s, double secs,
                     const char *end, int ok, const fv_context_info *ci, long allocs) {
     long nl = s->nlat < LAT_SAMPLES ? s->nlat : LAT_SAMPLES;
+    float first = s->nwarm ? s->warm[0] : 0.0f;
+    if (nl == 0) { /* a run shorter than the warm-up: its frames are all there is */
+        memcpy(s->lat, s->warm, sizeof(float) * (size_t)s->nwarm);
+        nl = s->nwarm;
+    }
     double p50 = percentile(s->lat, nl, 0.5), p99 = percentile(s->lat, nl, 0.99);
     long tk = s->ticks ? s->ticks : 1;
     if (o->json) {
@@ -138,9 +147,10 @@ void report_summary(const options *o, const model *m, camera *cams, int n, stats
         json_string(stdout, ci->device_name);
         printf(",\"device_index\":%d,\"backend\":\"%s\",\"batch\":%d,\"input_width\":%d,"
                "\"input_height\":%d,\"batches\":%ld,\"seconds\":%.3f,\"fps\":%.2f,"
-               "\"latency_ms_p50\":%.3f,\"latency_ms_p99\":%.3f",
+               "\"latency_ms_p50\":%.3f,\"latency_ms_p99\":%.3f,\"latency_ms_first\":%.3f,"
+               "\"latency_warmup_frames\":%ld",
                ci->device_index, fv_backend_name(ci->backend), m->n, m->w, m->h, s->ticks, secs,
-               s->ticks / secs, p50, p99);
+               s->ticks / secs, p50, p99, (double)first, s->nwarm);
         for (int i = 0; i < 5; i++)
             printf(",\"%s_ms\":%.4f", stage_names[i], s->stage[i] / tk);
         printf(",\"pool_carve_outs_while_running\":%ld,\"cameras\":[", allocs);
@@ -169,8 +179,8 @@ void report_summary(const options *o, const model *m, camera *cams, int n, stats
     }
     fprintf(stderr,
             PROG ": %s: %ld batches in %.2f s (%.1f per second); latency p50 %.2f ms, p99 %.2f "
-                 "ms; ms per batch:",
-            end, s->ticks, secs, s->ticks / secs, p50, p99);
+                 "ms (after the first %ld frames; the first %.2f ms); ms per batch:",
+            end, s->ticks, secs, s->ticks / secs, p50, p99, s->nwarm, (double)first);
     for (int i = 0; i < 5; i++)
         fprintf(stderr, " %s %.3f", stage_names[i], s->stage[i] / tk);
     fprintf(stderr, "\n");
