@@ -103,7 +103,11 @@ typedef struct fv__net_ops {
                            const float *weights, const float *bias, int act, fv__fc **fc);
     fv_status (*fc_run)(fv_context *ctx, fv__fc *fc, const fv__view *in, const fv__view *out);
     void (*fc_destroy)(fv_context *ctx, fv__fc *fc); /* NULL allowed */
-    const char *(*fc_engine)(const fv__fc *fc);      /* for the layer table */
+    /* Optional: a net with fc layers is about to make its layers; slow
+     * one-time set-up of fc_create (cuBLASLt's handle) may start now in the
+     * background. */
+    void (*fc_prepare)(fv_context *ctx);
+    const char *(*fc_engine)(const fv__fc *fc); /* for the layer table */
 } fv__net_ops;
 
 extern const fv__net_ops fv__net_ops_cpu;

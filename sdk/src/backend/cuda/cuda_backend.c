@@ -162,6 +162,7 @@ static void cuda_fini(fv_context *ctx) {
     for (int i = 0; i < FV__CUDA_EVENTS; i++)
         if (st->events[i]) (void)cudaEventDestroy(st->events[i]);
     if (st->cudnn) (void)cudnnDestroy(st->cudnn);
+    fv__cuda_fc_join(ctx); /* a handle still being made */
     if (st->lt) (void)cublasLtDestroy((cublasLtHandle_t)st->lt);
     if (st->own_stream) (void)cudaStreamDestroy(st->own_stream); /* never a borrowed one */
     if (st->copy_stream) (void)cudaStreamDestroy(st->copy_stream);

@@ -11,6 +11,7 @@
 #include <cublasLt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "../net_ops.h"
 #include "cuda_internal.h"
 
@@ -47,6 +48,58 @@ void fv__cuda_fc_destroy(fv_context *ctx, fv__fc *fc) {
     fv_pool_free(dev, fc->w);
     fv_pool_free(dev, fc->bias);
     free(fc);
+}
+
+/* ---- the context's handle, made in the background ------------------------- */
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void *make_handle(void *arg) {
+    fv__cuda_state *cs = arg;
+    cublasLtHandle_t h = NULL;
+    cublasStatus_t e = CUBLAS_STATUS_NOT_INITIALIZED;
+    if (cudaSetDevice(cs->device) == cudaSuccess) e = cublasLtCreate(&h);
+    if (e == CUBLAS_STATUS_SUCCESS) {
+        /* a first heuristic query loads cuBLASLt's tables too */
+        cublasLtMatmulDesc_t op = NULL;
+        cublasLtMatrixLayout_t a = NULL;
+        cublasLtMatmulPreference_t pref = NULL;
+        cublasLtMatmulHeuristicResult_t hr[1];
+        int found = 0;
+        if (cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == 0 &&
+            cublasLtMatrixLayoutCreate(&a, CUDA_R_16F, 64, 64, 64) == 0 &&
+            cublasLtMatmulPreferenceCreate(&pref) == 0)
+            (void)cublasLtMatmulAlgoGetHeuristic(h, op, a, a, a, a, pref, 1, hr, &found);
+        if (pref) cublasLtMatmulPreferenceDestroy(pref);
+        if (a) cublasLtMatrixLayoutDestroy(a);
+        if (op) cublasLtMatmulDescDestroy(op);
+    }
+    cs->lt_made = h;
+    cs->lt_made_error = (int)e;
+    return NULL;
+}
+
+void fv__cuda_fc_prepare(fv_context *ctx) {
+    fv__cuda_state *cs = fv__cuda_state_of(ctx);
+    if (!cs || cs->lt || cs->lt_loading) return;
+    cs->lt_made = NULL;
+    if (pthread_create(&cs->lt_thread, NULL, make_handle, cs) == 0) cs->lt_loading = 1;
+    /* else: the first fc makes the handle itself */
+}
+
+void fv__cuda_fc_join(fv_context *ctx) {
+    fv__cuda_state *cs = fv__cuda_state_of(ctx);
+    if (!cs || !cs->lt_loading) return;
+    pthread_join(cs->lt_thread, NULL);
+    cs->lt_loading = 0;
+    if (cs->lt_made && !cs->lt)
+        cs->lt = cs->lt_made;
+    else if (cs->lt_made)
+        cublasLtDestroy((cublasLtHandle_t)cs->lt_made);
+    cs->lt_made = NULL;
 }
 
 /* W' and the bias, converted and uploaded once. */
@@ -95,9 +148,13 @@ fv_status fv__cuda_fc_create(fv_context *ctx, const fv__view *in, const fv__view
     fc->n = in->n;
     fc->kp = out->cw;
     fc->inner = in->h * in->w * in->ps;
+    double t0 = now_ms();
     fv_status s = upload(ctx, fc, in, k, weights, bias);
-    /* one cuBLASLt handle per context, made by its first fc */
+    double t1 = now_ms();
+    /* one cuBLASLt handle per context: made in the background
+     * (fv__cuda_fc_prepare), else by its first fc */
     fv__cuda_state *cs = fv__cuda_state_of(ctx);
+    fv__cuda_fc_join(ctx);
     cublasStatus_t e = CUBLAS_STATUS_SUCCESS;
     if (s == FV_OK && !cs->lt) {
         cublasLtHandle_t h = NULL;
@@ -108,6 +165,7 @@ fv_status fv__cuda_fc_create(fv_context *ctx, const fv__view *in, const fv__view
             s = lt_fail(e, "cublasLtCreate", __LINE__);
     }
     fc->lt = (cublasLtHandle_t)cs->lt;
+    double t2 = now_ms();
     if (s != FV_OK) {
         fv__cuda_fc_destroy(ctx, fc);
         return s;
@@ -155,6 +213,9 @@ fv_status fv__cuda_fc_create(fv_context *ctx, const fv__view *in, const fv__view
     cublasLtMatmulAlgoConfigGetAttribute(&fc->algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &got);
     snprintf(fc->engine, sizeof fc->engine, "cublasLt-algo%d%s", id,
              act == FV_ACT_RELU ? "-relu-bias" : "-bias");
+    fv__log(ctx, FV_LOG_INFO,
+            "fc %d x %d -> %d: %s; create: weights %.1f ms, handle %.1f ms, heuristic %.1f ms",
+            fc->n, fc->inner, fc->kp, fc->engine, t1 - t0, t2 - t1, now_ms() - t2);
     *res = fc;
     return FV_OK;
 }

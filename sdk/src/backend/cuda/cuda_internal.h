@@ -3,6 +3,7 @@
 #ifndef FOVEA_CUDA_INTERNAL_H
 #define FOVEA_CUDA_INTERNAL_H
 
+#include <pthread.h>
 #include "cuda_check.h"
 
 #define FV__CUDA_EVENTS 32 /* events in a context's pool */
@@ -22,7 +23,20 @@ typedef struct fv__cuda_state {
     /* cublasLtHandle_t, made by the first cuBLASLt layer (cuda_fc.c); NULL
      * before (void *: the .cu files that include this need no cuBLAS) */
     void *lt;
+    /* cuBLASLt's first handle costs ~0.1 s (its initialisation): a net
+     * with fc layers starts it on this thread while its convolutions are
+     * made (fv__cuda_fc_prepare); the first fc (or the context's end)
+     * joins it. lt_loading: started, not joined. */
+    int lt_loading;
+    pthread_t lt_thread;
+    void *lt_made;     /* the thread's handle, or NULL */
+    int lt_made_error; /* its cuBLAS status */
 } fv__cuda_state;
+
+/* cuda_fc.c: the context's cuBLASLt handle made on a helper thread (see
+ * lt_loading); fv__cuda_fc_join waits for it (teardown too). */
+void fv__cuda_fc_prepare(fv_context *ctx);
+void fv__cuda_fc_join(fv_context *ctx);
 
 static inline fv__cuda_state *fv__cuda_state_of(const fv_context *ctx) {
     return (fv__cuda_state *)ctx->be_state;

@@ -111,6 +111,7 @@ const fv__net_ops fv__net_ops_cuda = {
     .conv_transpose = net_conv_transpose,
     .fc_create = fv__cuda_fc_create,
     .fc_run = net_fc_run,
+    .fc_prepare = fv__cuda_fc_prepare,
     .fc_destroy = fv__cuda_fc_destroy,
     .fc_engine = fv__cuda_fc_engine,
 };
