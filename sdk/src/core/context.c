@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "internal.h"
 #include "profile.h"
 
@@ -202,6 +203,8 @@ fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
                        d.mapped_pool_bytes ? d.mapped_pool_bytes
                                            : (ctx->info.integrated || zero_copy ? 64 * MIB : 0),
                        d.host_pool_bytes ? d.host_pool_bytes : 64 * MIB};
+    struct timespec p0, p1;
+    clock_gettime(CLOCK_MONOTONIC, &p0);
     for (int k = 0; k < 4; k++) {
         if (sizes[k] == 0) continue;
         s = fv__pool_create(ctx, (fv_pool_kind)k, sizes[k], NULL, &ctx->pools[k]);
@@ -214,6 +217,9 @@ fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
         }
         ctx->pools[k]->owned_by_ctx = 1;
     }
+    clock_gettime(CLOCK_MONOTONIC, &p1);
+    double pools_ms =
+        (double)(p1.tv_sec - p0.tv_sec) * 1e3 + (double)(p1.tv_nsec - p0.tv_nsec) * 1e-6;
     ctx->profile = calloc(1, sizeof *ctx->profile);
     if (!ctx->profile) {
         fv_context_destroy(ctx);
@@ -222,9 +228,10 @@ fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
     fv__profile_init(ctx->profile);
     profile_header(ctx, ctx->profile);
     if (d.profile_path) load_profile(ctx, d.profile_path);
-    fv__log(ctx, FV_LOG_INFO, "context: backend %s on %s, memory policy %s%s", be->name,
-            ctx->info.device_name, fv_memory_policy_name(policy),
-            ctx->info.tegra ? " (Tegra)" : "");
+    fv__log(ctx, FV_LOG_INFO,
+            "context: backend %s on %s, memory policy %s%s; pools made in %.1f ms", be->name,
+            ctx->info.device_name, fv_memory_policy_name(policy), ctx->info.tegra ? " (Tegra)" : "",
+            pools_ms);
     *out = ctx;
     return FV_OK;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cuda_internal.h"
 #include "kernels/elementwise.cuh"
 #include "kernels/filter_direct.cuh"
@@ -171,13 +172,25 @@ static void cuda_fini(fv_context *ctx) {
     ctx->be_state = NULL;
 }
 
-static fv_status init_state(fv_context *ctx, fv__cuda_state *st) {
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* t_cuda, t_cudnn: ms the device's context and the cuDNN handle took */
+static fv_status init_state(fv_context *ctx, fv__cuda_state *st, double *t_cuda, double *t_cudnn) {
+    double t0 = now_ms();
     FV_CUDA_TRY(cudaSetDevice(st->device));
+    FV_CUDA_TRY(cudaFree(NULL)); /* the device's context, made now (timed) */
+    *t_cuda = now_ms() - t0;
     FV_TRY(fill_info(ctx, st));
     FV_CUDA_TRY(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
     st->own_stream = st->stream;
     FV_CUDA_TRY(cudaStreamCreateWithFlags(&st->copy_stream, cudaStreamNonBlocking));
+    t0 = now_ms();
     FV_CUDNN_TRY(cudnnCreate(&st->cudnn));
+    *t_cudnn = now_ms() - t0;
     FV_CUDNN_TRY(cudnnSetStream(st->cudnn, st->stream));
     for (int i = 0; i < FV__CUDA_EVENTS; i++)
         FV_CUDA_TRY(cudaEventCreateWithFlags(&st->events[i], cudaEventDisableTiming));
@@ -189,7 +202,8 @@ static fv_status cuda_init(fv_context *ctx, int device) {
     FV_REQUIRE(st, FV_ERR_OUT_OF_MEMORY, "context: out of host memory");
     st->device = device;
     ctx->be_state = st;
-    fv_status s = init_state(ctx, st);
+    double t_cuda_ms = 0, t_cudnn_ms = 0;
+    fv_status s = init_state(ctx, st, &t_cuda_ms, &t_cudnn_ms);
     if (s != FV_OK) {
         fv__error_prefix(s, "context (CUDA)");
         cuda_fini(ctx);
@@ -198,12 +212,13 @@ static fv_status cuda_init(fv_context *ctx, int device) {
     const fv_context_info *in = &ctx->info;
     fv__log(ctx, FV_LOG_INFO,
             "CUDA device %d: %s, sm_%d%d, %d SMs, %s, %zu MiB (%zu free), tensor cores %s%s; "
-            "CUDA runtime %d (compiled %d), driver %d; cuDNN %d (compiled %d)",
+            "CUDA runtime %d (compiled %d), driver %d; cuDNN %d (compiled %d); set-up: CUDA "
+            "context %.1f ms, cuDNN handle %.1f ms",
             device, in->device_name, in->sm_major, in->sm_minor, in->multiprocessors,
             in->integrated ? "integrated" : "discrete", in->device_memory_total >> 20,
             in->device_memory_free >> 20, in->tensor_cores ? "on" : "off: ", in->tensor_core_reason,
             in->cuda_runtime_loaded, in->cuda_runtime_compiled, in->cuda_driver, in->cudnn_loaded,
-            in->cudnn_compiled);
+            in->cudnn_compiled, t_cuda_ms, t_cudnn_ms);
     return FV_OK;
 }
 
