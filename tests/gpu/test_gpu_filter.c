@@ -540,10 +540,11 @@ static void tiny_and_odd_frames_match_the_cpu(void **state) {
     const struct {
         fv_pixel_format f;
         int w, h;
-    } sizes[] = {{FV_PIXEL_GRAY8, 1, 1},  {FV_PIXEL_RGB24, 1, 1},  {FV_PIXEL_YUYV, 2, 1},
-                 {FV_PIXEL_UYVY, 2, 3},   {FV_PIXEL_NV12, 2, 2},   {FV_PIXEL_RGBA32, 1, 37},
-                 {FV_PIXEL_BGR24, 37, 1}, {FV_PIXEL_RGB24, 17, 9}, {FV_PIXEL_GRAY8, 65, 9},
-                 {FV_PIXEL_NV12, 130, 18}};
+    } sizes[] = {{FV_PIXEL_GRAY8, 1, 1},   {FV_PIXEL_RGB24, 1, 1},    {FV_PIXEL_YUYV, 2, 1},
+                 {FV_PIXEL_UYVY, 2, 3},    {FV_PIXEL_NV12, 2, 2},     {FV_PIXEL_RGBA32, 1, 37},
+                 {FV_PIXEL_BGR24, 37, 1},  {FV_PIXEL_RGB24, 17, 9},   {FV_PIXEL_GRAY8, 65, 9},
+                 {FV_PIXEL_NV12, 130, 18}, {FV_PIXEL_RGB24, 1030, 2}, {FV_PIXEL_RGBA32, 515, 6},
+                 {FV_PIXEL_BGR24, 513, 5}, {FV_PIXEL_GRAY8, 1027, 2}};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         for (int k = 0; k < 7; k += 3) /* laplacian, prewitt, custom 15x15 (bigger than frame) */
             for (int e = 0; e < ENGINES; e++) {
@@ -561,33 +562,40 @@ static void tiny_and_odd_frames_match_the_cpu(void **state) {
 }
 
 /* DIRECT against FUSED (GPU only, no CPU reference: fast enough for 1921 x
- * 1079): every kind (custom 5x5 with integer weights: exact sums; 15x15
- * random: rounded), grey and colour, overlay, every input and output
- * format; odd sizes, widths not a multiple of 4, strides padded by odd
- * amounts, input and output pointers at every offset from 16 bytes that
- * selects another store width. */
+ * 1079 and 4K): every kind (custom 5x5 and 3x3 with integer weights: exact
+ * sums; 15x15 and 3x1 random: rounded), grey and colour, overlay, every
+ * input and output format; odd sizes, widths not a multiple of 4 nor of the
+ * strip kernel's 512 columns, 1-, 2- and 3-row frames, frames tall enough
+ * for the strip kernel's strips to wrap its ring of row stages (4K; 37 x
+ * 20001), strides padded by odd amounts, input and output pointers at
+ * every offset from 16 bytes that selects another store width. */
 static void direct_matches_fused_at_odd_sizes_strides_and_alignments(void **state) {
     if (!g_fused) skip();
     fv_test_seed(26);
     make_kernels();
-    static float k5i[25];
+    static float k5i[25], k3i[9], k3x1[3];
     for (int i = 0; i < 25; i++)
         k5i[i] = (float)(i * 5 % 7 - 3); /* -3..3, non-symmetric */
+    for (int i = 0; i < 9; i++)
+        k3i[i] = (float)(i * 4 % 9) - 4.5f; /* halves: exact with q = 1 */
+    fv_test_fill_uniform(k3x1, 3, -1.0f, 1.0f);
     const struct {
         fv_pixel_format f;
         int w, h;
     } sizes[] = {
-        {FV_PIXEL_GRAY8, 1, 1},       {FV_PIXEL_RGB24, 1, 1},     {FV_PIXEL_RGB24, 3, 2},
-        {FV_PIXEL_BGR24, 5, 3},       {FV_PIXEL_RGBA32, 7, 5},    {FV_PIXEL_GRAY8, 13, 4},
-        {FV_PIXEL_RGB24, 130, 17},    {FV_PIXEL_YUYV, 2, 1},      {FV_PIXEL_UYVY, 6, 3},
-        {FV_PIXEL_NV12, 10, 4},       {FV_PIXEL_RGBA32, 64, 16},  {FV_PIXEL_RGB24, 1921, 1079},
-        {FV_PIXEL_GRAY8, 1921, 1079}, {FV_PIXEL_NV12, 1922, 1080}};
+        {FV_PIXEL_GRAY8, 1, 1},       {FV_PIXEL_RGB24, 1, 1},       {FV_PIXEL_RGB24, 3, 2},
+        {FV_PIXEL_BGR24, 5, 3},       {FV_PIXEL_RGBA32, 7, 5},      {FV_PIXEL_GRAY8, 13, 4},
+        {FV_PIXEL_RGB24, 130, 17},    {FV_PIXEL_YUYV, 2, 1},        {FV_PIXEL_UYVY, 6, 3},
+        {FV_PIXEL_NV12, 10, 4},       {FV_PIXEL_RGBA32, 64, 16},    {FV_PIXEL_RGB24, 513, 2},
+        {FV_PIXEL_BGR24, 1025, 3},    {FV_PIXEL_GRAY8, 1029, 1},    {FV_PIXEL_RGBA32, 511, 7},
+        {FV_PIXEL_RGB24, 1921, 1079}, {FV_PIXEL_GRAY8, 1921, 1079}, {FV_PIXEL_NV12, 1922, 1080},
+        {FV_PIXEL_RGB24, 3840, 2160}, {FV_PIXEL_GRAY8, 37, 20001},  {FV_PIXEL_RGBA32, 3843, 2161}};
     const size_t out_offs[4] = {0, 8, 4, 3}; /* 16-, 8-, 4-byte and byte stores */
     size_t cases = 0, exact = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        const int big = sizes[i].w > 1000;
-        for (int k = 0; k < 8; k++) {
-            if (big && k != 0 && k != 1 && k != 7) continue;
+        const int big = (size_t)sizes[i].w * (size_t)sizes[i].h > 100000;
+        for (int k = 0; k < 10; k++) {
+            if (big && k != 0 && k != 1 && k != 8) continue;
             for (int o = 0; o < 2; o++)
                 for (int al = 0; al < (big ? 1 : 4); al++) {
                     const char *kn = "custom 5x5 integer";
@@ -598,6 +606,12 @@ static void direct_matches_fused_at_odd_sizes_strides_and_alignments(void **stat
                         memset(&d, 0, sizeof d);
                         d.kind = FV_FILTER_CUSTOM, d.kernel = k5i, d.gain = 0.05f;
                         d.kernel_rows = d.kernel_cols = 5;
+                        if (k == 8) /* the strip kernel's exact case with custom weights */
+                            kn = "custom 3x3 halves", d.kernel = k3i, d.kernel_rows = 3,
+                            d.kernel_cols = 3;
+                        if (k == 9) /* 3 x 1, zero-padded to 3 x 3; rounded sums */
+                            kn = "custom 3x1", d.kernel = k3x1, d.kernel_rows = 3,
+                            d.kernel_cols = 1, d.gain = 0.3f;
                     }
                     d.format = sizes[i].f, d.width = sizes[i].w, d.height = sizes[i].h;
                     d.output = o ? FV_FILTER_OUT_COLOR : FV_FILTER_OUT_GRAY;

@@ -12,6 +12,7 @@ set(FV_CUDA_SOURCES
   ${_fv_cuda_dir}/kernels/edge.cu
   ${_fv_cuda_dir}/kernels/filter_fused.cu
   ${_fv_cuda_dir}/kernels/filter_direct.cu
+  ${_fv_cuda_dir}/kernels/filter_direct_strip.cu
 )
 # fv_net's layer kernels (backend/net_ops.h).
 list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/cuda_net.c ${_fv_cuda_dir}/kernels/net.cu
@@ -31,5 +32,5 @@ set_source_files_properties(${_fv_cuda_dir}/cuda_backend.c PROPERTIES
 # an FMA anywhere in that file (pixel_math.h's helpers already avoid it).
 set_source_files_properties(${_fv_cuda_dir}/kernels/pack.cu
   ${_fv_cuda_dir}/kernels/filter_fused.cu ${_fv_cuda_dir}/kernels/filter_direct.cu
-  ${_fv_cuda_dir}/kernels/vision.cu
+  ${_fv_cuda_dir}/kernels/filter_direct_strip.cu ${_fv_cuda_dir}/kernels/vision.cu
   PROPERTIES COMPILE_OPTIONS "--fmad=false")

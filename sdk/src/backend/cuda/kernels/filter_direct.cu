@@ -1,6 +1,9 @@
 /* Direct filter: fv_filter on CUDA cores, from u8 frame to u8 frame, made to
  * run at the DRAM floor where the FUSED engine's im2col + WMMA does not (a
- * 3x3 stencil has almost no math; its cost is moving bytes).
+ * 3x3 stencil has almost no math; its cost is moving bytes). Kernels up to
+ * 3 x 3 on byte input formats (every built-in kind) go to the strip kernel
+ * (filter_direct_strip.cu), which streams rows; this file's tiled kernel
+ * runs the rest (YUV input, custom kernels from 5 x 5).
  *
  * A block (32 x 8 threads) makes an output tile of TH x 128 pixels; a
  * thread makes RY rows of PX = 4 consecutive pixels:
@@ -34,6 +37,7 @@
  * rounding of a .5 boundary. */
 #include <string.h>
 #include "filter_direct.cuh"
+#include "filter_direct_strip.cuh"
 #include "common.cuh"
 #include "../cuda_check.h"
 extern "C" { /* a C header without its own guard: fv__cuda_bind has C linkage */
@@ -388,6 +392,7 @@ extern "C" fv_status fv__cuda_filter_direct_launch(cudaStream_t s, const fv__cud
         for (int i = 0; i < a->r; i++)
             for (int j = 0; j < a->s; j++)
                 prm.w[g * ks * ks + (i + dr) * ks + j + dc] = a->k[g][i * a->s + j];
+    if (fv__cuda_filter_strip_fits(a)) return fv__cuda_filter_strip_launch(s, a, prm.w);
     switch (ks) {
     case 3:
         return launch_ks<3>(s, prm);

@@ -1,0 +1,467 @@
+/* The DIRECT engine's strip kernel: kernels up to 3 x 3 (every built-in
+ * kind) on byte input formats, made to stream at the DRAM floor.
+ *
+ * Why not filter_direct.cu's tiled kernel: it stored each pixel's values as
+ * FP32 in shared memory through byte loads and per-pixel format switches,
+ * with 16-row tiles re-reading their halo, and kept few loads in flight
+ * (about 500 GB/s at 1080p). Here:
+ *   - a block of T threads owns a strip of BW = 512 columns and `strip`
+ *     rows; every input row of the strip (plus one above and one below) is
+ *     copied once, as raw bytes, with 16-byte cp.async copies of the
+ *     aligned chunks that cover it, into a ring of NST stages of R rows:
+ *     (NST - 1) * R rows are in flight while a stage is computed, with no
+ *     registers held for them;
+ *   - a thread makes N = 4 consecutive pixels of each output row. It reads
+ *     its N + 2 pixels of a new input row from shared memory as words
+ *     (funnel-shifted by the row's offset from 16 bytes), turns them into
+ *     values with integer byte sums (exact) and one magic-number conversion,
+ *     and keeps the last three rows' values in registers: each input row is
+ *     converted once per thread, and an output row is emitted per input row;
+ *   - the launch sizes the strips so that the grid is one wave of resident
+ *     blocks: every block starts its copies at once and none waits for a
+ *     second wave.
+ *
+ * Exactness: the values are the FUSED engine's (bytes; the sum of three
+ * bytes for one edge channel of a colour input, exact in integers), the
+ * convolution is FP32 FMAs of FP16 weights in this kernel's order, and the
+ * edge step is edge_math.h's sequence; where core/filter.c proves every
+ * partial sum exact (direct_exact) the bytes are FUSED's, as for the tiled
+ * kernel (see filter_direct.cu). Unpack is fv__unpack_byte's rule computed
+ * without a conversion instruction (see unpack_byte). */
+#include <stdint.h>
+#include <string.h>
+#include "filter_direct_strip.cuh"
+#include "cp_async.cuh"
+#include "../cuda_check.h"
+#include "../../edge_math.h"
+#include "../../pixel_math.h"
+
+namespace {
+const int N = 4;              /* output pixels per thread along a row */
+const int T = 128;            /* threads per block */
+const int BW = N * T;         /* output columns per block */
+const int R = 3;              /* input rows per stage: the 3-row window's period, so the
+                                 unrolled stage needs no register moves */
+const int NST = 4;            /* stages: (NST - 1) * R rows in flight */
+const int MIN_STRIP = 4;      /* output rows per block at least (halo rows: 2 per strip) */
+const int MAGIC = 0x4B000000; /* the bits of 2^23: 2^23 + k for an integer 0 <= k < 2^23 */
+
+struct strip_params {
+    int width, height, strip;
+    const unsigned char *in;
+    size_t in_stride;
+    unsigned char *out;
+    size_t out_stride;
+    fv_pixel_format out_format;
+    int in_rev; /* BGR24 input: the bytes are B, G, R */
+    int in_c, out_c, overlay;
+    float gain, threshold;
+    float w[2][9]; /* 3 x 3, zero-padded */
+};
+
+/* Shared-memory layout for BPP input bytes per pixel. */
+template <int BPP> struct layout {
+    /* a staged row: the chunks covering BW + 2 pixels from any offset, and
+     * a word read past the last byte a thread uses */
+    static const int ROW = ((BW + 2) * BPP + 32 + 15) / 16 * 16;
+    static const int NB = (N + 2) * BPP; /* bytes a thread reads per row */
+    static const int NW = (NB + 3) / 4;  /* their words */
+    static const size_t SMEM = (size_t)NST * R * ROW;
+};
+} // namespace
+
+/* Byte offset of the block's first staged pixel (column bx0 - 1) from its
+ * 16-byte chunk, in row gy. */
+template <int BPP>
+static __device__ __forceinline__ uintptr_t row_start(const strip_params &p, int gy, int bx0) {
+    return (uintptr_t)(p.in + (size_t)gy * p.in_stride) + (uintptr_t)((ptrdiff_t)(bx0 - 1) * BPP);
+}
+
+/* Issues the copies of stage g's rows (input rows ys - 1 + g * R ...) and
+ * commits them as one group (empty past the strip: every thread commits the
+ * same groups, so the waits count alike). Chunks without a byte of the
+ * row are zero-filled, not read. */
+template <int BPP>
+static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigned char *sm, int g,
+                                                  int ys, int n_in, int bx0) {
+    typedef layout<BPP> L;
+    unsigned char *stage = sm + (g % NST) * R * L::ROW;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int i = g * R + r, gy = ys - 1 + i;
+        if (i >= n_in || gy < 0 || gy >= p.height) continue;
+        const uintptr_t row = (uintptr_t)(p.in + (size_t)gy * p.in_stride);
+        const uintptr_t end = row + (size_t)p.width * BPP;
+        const uintptr_t lo = row_start<BPP>(p, gy, bx0), base = lo & ~(uintptr_t)15;
+        const int n = (int)((lo + (uintptr_t)(BW + 2) * BPP - base + 15) / 16);
+        for (int c = threadIdx.x; c < n; c += T) {
+            const uintptr_t at = base + 16 * (uintptr_t)c;
+            const bool inside = at < end && at + 16 > row; /* same page as a row byte */
+            fv_k::copy_async<16>(stage + r * L::ROW + 16 * c,
+                                 inside ? (const void *)at : (const void *)row, inside);
+        }
+    }
+    fv_k::copy_commit();
+}
+
+static __device__ __forceinline__ float magic_value(unsigned bits) {
+    return __fadd_rn(__uint_as_float(bits), -8388608.0f); /* exact */
+}
+
+/* Byte B of the words d as an exact float. */
+template <int B> static __device__ __forceinline__ float byte_value(const unsigned *d) {
+    return magic_value(__byte_perm(d[B / 4], (unsigned)MAGIC, 0x7540 | (B % 4)));
+}
+
+/* Bytes B, B + 1, B + 2 of d summed (an edge channel of three packed
+ * channels: the same integer as FUSED's exact sum), as a float: dp4a adds
+ * the bytes selected by a 0/1 mask of each word to 2^23's bits. */
+template <int B> static __device__ __forceinline__ float sum3_value(const unsigned *d) {
+    const int k0 = B / 4, k1 = (B + 2) / 4;
+    unsigned m0 = 0, m1 = 0;
+#pragma unroll
+    for (int b = B; b < B + 3; b++) {
+        if (b / 4 == k0)
+            m0 |= 1u << 8 * (b % 4);
+        else
+            m1 |= 1u << 8 * (b % 4);
+    }
+    unsigned s = __dp4a(d[k0], m0, (unsigned)MAGIC);
+    if (k1 != k0) s = __dp4a(d[k1], m1, s);
+    return magic_value(s);
+}
+
+/* fv__unpack_byte(x, 1, 0) in the low byte (higher bits: not zero).
+ * fv__unpack_byte takes t = floor((x * 1 + 0) + 0.5): x * 1 = x, and
+ * x + 0 differs from x only for x = -0, where + 0.5 gives 0.5 either way,
+ * so s = x + 0.5 is its sum. Clamping s to [0, 255] (fmaxf(NaN, 0) = 0)
+ * before the floor gives its clamp of t and its 0 for NaN; the floor of
+ * c in [0, 255] is the low byte of c + 2^23 rounded toward zero (floats
+ * from 2^23 to 2^24 are the integers). No conversion instruction. */
+static __device__ __forceinline__ unsigned unpack_byte(float x) {
+    const float c = fminf(fmaxf(__fadd_rn(x, 0.5f), 0.0f), 255.0f);
+    return __float_as_uint(__fadd_rz(c, 8388608.0f)) & 0xFFu;
+}
+
+/* The values of a thread's N + 2 pixels from its words d (the pixels' bytes
+ * from byte 0): P planes, R, G, B order for colour. */
+template <int BPP, int P, int J = 0> struct pixel_values {
+    static __device__ __forceinline__ void get(const unsigned *d, int rev, float (*v)[N + 2]) {
+        if (BPP == 1) {
+            v[0][J] = byte_value<J>(d);
+        } else if (P == 1) {
+            v[0][J] = sum3_value<BPP * J>(d);
+        } else {
+            const float c0 = byte_value<BPP * J>(d), c2 = byte_value<BPP * J + 2>(d);
+            v[0][J] = rev ? c2 : c0;
+            v[P > 1 ? 1 : 0][J] = byte_value<BPP * J + 1>(d);
+            v[P > 1 ? 2 : 0][J] = rev ? c0 : c2;
+        }
+        pixel_values<BPP, P, J + 1>::get(d, rev, v);
+    }
+};
+template <int BPP, int P> struct pixel_values<BPP, P, N + 2> {
+    static __device__ __forceinline__ void get(const unsigned *, int, float (*)[N + 2]) {}
+};
+
+/* The input channel values (R, G, B) of the thread's pixel J (its N + 2
+ * pixels from the left halo) from its words: overlay's base. */
+template <int BPP, int J>
+static __device__ __forceinline__ void pixel_rgb(const unsigned *d, int rev, float base[3]) {
+    const float c0 = byte_value<BPP * J>(d), c2 = byte_value<BPP * J + 2>(d);
+    base[0] = rev ? c2 : c0;
+    base[1] = byte_value<BPP * J + 1>(d);
+    base[2] = rev ? c0 : c2;
+}
+
+/* Stores NB bytes (words w) at p with the widest stores p's alignment
+ * allows. */
+template <int NB>
+static __device__ __forceinline__ void store_words(unsigned char *p, const unsigned (&w)[NB / 4]) {
+    const uintptr_t at = (uintptr_t)p;
+    if (NB == 16 && at % 16 == 0) {
+        *(uint4 *)p = make_uint4(w[0], w[NB > 4 ? 1 : 0], w[NB > 8 ? 2 : 0], w[NB > 12 ? 3 : 0]);
+    } else if (NB % 8 == 0 && at % 8 == 0) {
+#pragma unroll
+        for (int i = 0; i < NB / 8; i++)
+            ((uint2 *)p)[i] = make_uint2(w[2 * i], w[2 * i + 1]);
+    } else if (NB == 12 && at % 8 == 0) {
+        *(uint2 *)p = make_uint2(w[0], w[1]);
+        ((unsigned *)p)[2] = w[NB / 4 - 1];
+    } else if (NB == 12 && at % 4 == 0) {
+        ((unsigned *)p)[0] = w[0];
+        *(uint2 *)(p + 4) = make_uint2(w[NB > 4 ? 1 : 0], w[NB / 4 - 1]);
+    } else if (at % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < NB / 4; i++)
+            ((unsigned *)p)[i] = w[i];
+    } else {
+#pragma unroll
+        for (int i = 0; i < NB; i++)
+            p[i] = (unsigned char)(w[i / 4] >> 8 * (i % 4));
+    }
+}
+
+/* Output row y from the window win (rows y - 1, y, y + 1; the thread's N + 2
+ * columns from x0 - 1) and, for overlay of one edge channel from colour
+ * input, the centre row's words dc. */
+template <int BPP, int P, int G>
+static __device__ __forceinline__ void emit_row(const strip_params &p, int y, int x0,
+                                                const float (&win)[3][P][N + 2],
+                                                const unsigned *dc) {
+    const int pairs = G == 2;
+    unsigned ob[N][4];
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        float e[P];
+#pragma unroll
+        for (int c = 0; c < P; c++) {
+            float acc[G];
+#pragma unroll
+            for (int g = 0; g < G; g++) {
+                float a = 0.0f;
+#pragma unroll
+                for (int r = 0; r < 3; r++)
+#pragma unroll
+                    for (int s = 0; s < 3; s++)
+                        a = __fmaf_rn(p.w[g][r * 3 + s], win[r][c][j + s], a);
+                acc[g] = a;
+            }
+            e[c] = fv__edge_value(acc[0], acc[G - 1], pairs, p.gain, p.threshold);
+        }
+        float o[3] = {e[0], e[P > 1 ? 1 : 0], e[P > 1 ? 2 : 0]};
+        if (p.overlay) {
+            float base[3];
+            if (P == 3) {
+#pragma unroll
+                for (int c = 0; c < 3; c++)
+                    base[c] = win[1][P > 1 ? c : 0][j + 1];
+            } else if (BPP == 1) {
+                base[0] = base[1] = base[2] = win[1][0][j + 1];
+            } else {
+                /* the window holds channel sums: the centre pixel's bytes */
+                if (j == 0) pixel_rgb<BPP, 1>(dc, p.in_rev, base);
+                if (j == 1) pixel_rgb<BPP, 2>(dc, p.in_rev, base);
+                if (j == 2) pixel_rgb<BPP, 3>(dc, p.in_rev, base);
+                if (j == 3) pixel_rgb<BPP, 4>(dc, p.in_rev, base);
+            }
+#pragma unroll
+            for (int c = 0; c < 3; c++)
+                o[c] = fv__edge_overlay(o[c], base[c], 1.0f);
+        }
+        if (p.out_c < 3) o[1] = o[2] = o[0];
+        if (p.out_format == FV_PIXEL_GRAY8) {
+            ob[j][0] = unpack_byte(p.out_c >= 3 ? fv__mean3(o[0], o[1], o[2]) : o[0]);
+        } else {
+            const int rev = p.out_format == FV_PIXEL_BGR24;
+            ob[j][0] = unpack_byte(rev ? o[2] : o[0]);
+            ob[j][1] = unpack_byte(o[1]);
+            ob[j][2] = unpack_byte(rev ? o[0] : o[2]);
+            ob[j][3] = 255u;
+        }
+    }
+    unsigned char *row = p.out + (size_t)y * p.out_stride;
+    const int full = x0 + N <= p.width;
+    switch (p.out_format) {
+    case FV_PIXEL_GRAY8:
+        if (full) {
+            const unsigned w[1] = {ob[0][0] | ob[1][0] << 8 | ob[2][0] << 16 | ob[3][0] << 24};
+            store_words<4>(row + x0, w);
+        } else {
+            for (int j = 0; j < N && x0 + j < p.width; j++)
+                row[x0 + j] = (unsigned char)ob[j][0];
+        }
+        break;
+    case FV_PIXEL_RGB24:
+    case FV_PIXEL_BGR24: {
+        unsigned char *q = row + 3 * (size_t)x0;
+        if (full) {
+            const unsigned w[3] = {
+                ob[0][0] | ob[0][1] << 8 | ob[0][2] << 16 | ob[1][0] << 24,
+                ob[1][1] | ob[1][2] << 8 | ob[2][0] << 16 | ob[2][1] << 24,
+                ob[2][2] | ob[3][0] << 8 | ob[3][1] << 16 | ob[3][2] << 24,
+            };
+            store_words<12>(q, w);
+        } else {
+            for (int j = 0; j < N && x0 + j < p.width; j++)
+                q[3 * j] = (unsigned char)ob[j][0], q[3 * j + 1] = (unsigned char)ob[j][1],
+                      q[3 * j + 2] = (unsigned char)ob[j][2];
+        }
+        break;
+    }
+    case FV_PIXEL_RGBA32: {
+        unsigned char *q = row + 4 * (size_t)x0;
+        unsigned w[4];
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            w[j] = ob[j][0] | ob[j][1] << 8 | ob[j][2] << 16 | ob[j][3] << 24;
+        if (full) {
+            store_words<16>(q, w);
+        } else {
+            for (int j = 0; j < N && x0 + j < p.width; j++)
+                for (int b = 0; b < 4; b++)
+                    q[4 * j + b] = (unsigned char)(w[j] >> 8 * b);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* BPP: input bytes per pixel (1, 3, 4); P: planes (1, or 3 for colour edges
+ * of a colour input); G: kernels (2 for gradient pairs). */
+template <int BPP, int P, int G>
+static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) {
+    typedef layout<BPP> L;
+    extern __shared__ __align__(16) unsigned char sm[];
+    const int bx0 = blockIdx.x * BW, x0 = bx0 + threadIdx.x * N;
+    const int ys = blockIdx.y * p.strip;
+    const int ye = min(ys + p.strip, p.height);
+    const int n_in = ye - ys + 2; /* input rows ys - 1 .. ye */
+    const int groups = (n_in + R - 1) / R;
+#pragma unroll
+    for (int g = 0; g < NST - 1; g++)
+        stage_rows<BPP>(p, sm, g, ys, n_in, bx0);
+
+    /* columns x0 - 1 + j inside the frame (outside: value 0) */
+    unsigned inside = 0;
+#pragma unroll
+    for (int j = 0; j < N + 2; j++)
+        inside |= (unsigned)(x0 - 1 + j >= 0 && x0 - 1 + j < p.width) << j;
+    const bool active = x0 < p.width; /* has an output pixel (all copy and sync) */
+
+    float win[3][P][N + 2];
+    unsigned dprev[L::NW], dcur[L::NW];
+#pragma unroll
+    for (int r = 0; r < 3; r++)
+#pragma unroll
+        for (int c = 0; c < P; c++)
+#pragma unroll
+            for (int j = 0; j < N + 2; j++)
+                win[r][c][j] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < L::NW; k++)
+        dprev[k] = dcur[k] = 0u;
+
+    for (int g = 0; g < groups; g++) {
+        fv_k::copy_wait<NST - 2>(); /* stage g has landed (this thread's copies) */
+        __syncthreads();            /* everyone's; and stage g - 1 is free */
+        stage_rows<BPP>(p, sm, g + NST - 1, ys, n_in, bx0);
+        const unsigned char *stage = sm + (g % NST) * R * L::ROW;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int i = g * R + r, gy = ys - 1 + i;
+            if (i >= n_in) break;
+#pragma unroll
+            for (int c = 0; c < P; c++)
+#pragma unroll
+                for (int j = 0; j < N + 2; j++)
+                    win[0][c][j] = win[1][c][j], win[1][c][j] = win[2][c][j];
+#pragma unroll
+            for (int k = 0; k < L::NW; k++)
+                dprev[k] = dcur[k];
+            if (active && gy >= 0 && gy < p.height) {
+                const int o = (int)(row_start<BPP>(p, gy, bx0) & 15) + threadIdx.x * N * BPP;
+                const unsigned *w32 = (const unsigned *)(stage + r * L::ROW) + (o >> 2);
+                const unsigned sh = 8u * (unsigned)(o & 3);
+                unsigned raw[L::NW + 1];
+#pragma unroll
+                for (int k = 0; k <= L::NW; k++)
+                    raw[k] = w32[k];
+#pragma unroll
+                for (int k = 0; k < L::NW; k++)
+                    dcur[k] = __funnelshift_r(raw[k], raw[k + 1], sh);
+                float v[P][N + 2];
+                pixel_values<BPP, P>::get(dcur, p.in_rev, v);
+#pragma unroll
+                for (int c = 0; c < P; c++)
+#pragma unroll
+                    for (int j = 0; j < N + 2; j++)
+                        win[2][c][j] = inside >> j & 1u ? v[c][j] : 0.0f;
+            } else {
+#pragma unroll
+                for (int c = 0; c < P; c++)
+#pragma unroll
+                    for (int j = 0; j < N + 2; j++)
+                        win[2][c][j] = 0.0f;
+            }
+            if (active && i >= 2) emit_row<BPP, P, G>(p, ys + i - 2, x0, win, dprev);
+        }
+    }
+}
+
+template <int BPP, int P, int G> static fv_status launch(cudaStream_t s, const strip_params &base) {
+    typedef layout<BPP> L;
+    const size_t smem = L::SMEM;
+    FV_REQUIRE(smem <= 48 * 1024, FV_ERR_INTERNAL,
+               "filter_direct strip kernel: %zu bytes of shared memory", smem);
+    /* blocks resident per SM, for this kernel (the same on every device of
+     * the build's architecture: asked once) */
+    static int per_sm = 0;
+    if (per_sm == 0) {
+        int n = 0;
+        FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &n, filter_strip_kernel<BPP, P, G>, T, smem));
+        per_sm = n > 0 ? n : 1;
+    }
+    int dev = 0, sms = 0;
+    FV_CUDA_TRY(cudaGetDevice(&dev));
+    FV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    strip_params p = base;
+    const long long gx = (base.width + BW - 1) / BW, slots = (long long)sms * per_sm;
+    /* one wave: the strips as tall as the resident blocks allow */
+    long long strip = (base.height * gx + slots - 1) / slots;
+    if (strip < MIN_STRIP) strip = MIN_STRIP;
+    if (strip < (base.height + 65534) / 65535) strip = (base.height + 65534) / 65535;
+    p.strip = (int)strip;
+    const dim3 grid((unsigned)gx, (unsigned)((base.height + strip - 1) / strip));
+    filter_strip_kernel<BPP, P, G><<<grid, T, smem, s>>>(p);
+    FV_CUDA_TRY(cudaGetLastError());
+    return FV_OK;
+}
+
+template <int BPP>
+static fv_status launch_bpp(cudaStream_t s, const strip_params &p, int planes, int pairs) {
+    if (planes == 3) {
+        if (BPP == 1) return fv__error(FV_ERR_INTERNAL, "filter_direct strip: colour from GRAY8");
+        return pairs ? launch < BPP == 1 ? 3 : BPP, 3,
+               2 > (s, p)
+           : launch < BPP == 1 ? 3
+                               : BPP,
+               3, 1 > (s, p);
+    }
+    return pairs ? launch<BPP, 1, 2>(s, p) : launch<BPP, 1, 1>(s, p);
+}
+
+extern "C" int fv__cuda_filter_strip_fits(const fv__cuda_direct_args *a) {
+    const fv_pixel_format f = a->in_format;
+    return (f == FV_PIXEL_GRAY8 || f == FV_PIXEL_RGB24 || f == FV_PIXEL_BGR24 ||
+            f == FV_PIXEL_RGBA32) &&
+           (a->r == 1 || a->r == 3) && (a->s == 1 || a->s == 3);
+}
+
+extern "C" fv_status fv__cuda_filter_strip_launch(cudaStream_t s, const fv__cuda_direct_args *a,
+                                                  const float w[18]) {
+    FV_REQUIRE(a && w && fv__cuda_filter_strip_fits(a) &&
+                   (a->in_c == 3) == (a->in_format != FV_PIXEL_GRAY8),
+               FV_ERR_INTERNAL, "filter_direct strip kernel: arguments it does not run");
+    strip_params p;
+    memset(&p, 0, sizeof p);
+    p.width = a->width, p.height = a->height;
+    p.in = a->in, p.in_stride = a->in_stride;
+    p.out = a->out, p.out_stride = a->out_stride, p.out_format = a->out_format;
+    p.in_rev = a->in_format == FV_PIXEL_BGR24;
+    p.in_c = a->in_c, p.out_c = a->out_c, p.overlay = a->overlay;
+    p.gain = a->gain, p.threshold = a->threshold;
+    memcpy(p.w, w, sizeof p.w);
+    const int planes = a->m == 1 ? 1 : 3;
+    switch (a->in_format) {
+    case FV_PIXEL_GRAY8:
+        return launch_bpp<1>(s, p, planes, a->pairs);
+    case FV_PIXEL_RGBA32:
+        return launch_bpp<4>(s, p, planes, a->pairs);
+    default:
+        return launch_bpp<3>(s, p, planes, a->pairs);
+    }
+}

@@ -1,0 +1,28 @@
+/* fv_filter's DIRECT engine, the fast path for kernels up to 3 x 3 on byte
+ * input formats (GRAY8, RGB24, BGR24, RGBA32): a block slides a 3-row
+ * window down a strip of rows (see filter_direct_strip.cu). Host entry
+ * points callable from C; filter_direct.cu dispatches here. */
+#ifndef FOVEA_KERNELS_FILTER_DIRECT_STRIP_CUH
+#define FOVEA_KERNELS_FILTER_DIRECT_STRIP_CUH
+
+#include <cuda_runtime.h>
+#include "filter_direct.cuh"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when the strip kernel runs a (checked) args: byte input format, kernel
+ * rows and cols 1 or 3. */
+int fv__cuda_filter_strip_fits(const fv__cuda_direct_args *a);
+
+/* Launches on stream; a must be checked by fv__cuda_filter_direct_launch and
+ * fit (FV_ERR_INTERNAL otherwise). w: the kernels zero-padded and centred to
+ * 3 x 3, w[g * 9 + i * 3 + j]. Returns the launch error. */
+fv_status fv__cuda_filter_strip_launch(cudaStream_t stream, const fv__cuda_direct_args *a,
+                                       const float w[18]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
