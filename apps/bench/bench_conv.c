@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bench_conv.h"
+#include "bench_floor.h"
 
 #if !FV_BUILT_WITH_CUDA
 int bench_cmd_conv(int argc, char **argv) {
@@ -46,6 +47,45 @@ typedef struct shape_run {
 static double fused_vs_bare(const bc_result *r) {
     if (r[V_FUSED].pair.iters) return bc_pair_ratio(&r[V_FUSED].t, &r[V_FUSED].pair);
     return r[V_FUSED].t.median_ms / r[V_AUTO].t.median_ms;
+}
+
+/* The device's floors, measured once in this run (bench_floor.h). */
+static bench_floors g_floors;
+
+/* A shape's bytes (input, weights, output as fovea stores them, FP16) and
+ * its floors: DRAM, tensor cores, and the larger. */
+static double shape_bytes(const bc_shape *s) {
+    double w = (double)((s->k + 7) / 8 * 8) * s->r * s->s * ((s->c + 7) / 8 * 8) * 2;
+    return (double)bc_stored_bytes(s, 0) + (double)bc_stored_bytes(s, 1) + w;
+}
+
+static void floors_of(const bc_shape *s, double *dram, double *mma, double *fl) {
+    *dram = bench_dram_floor_ms(&g_floors, shape_bytes(s));
+    *mma = bench_mma_floor_ms(&g_floors, bc_gflop(s) * 1e9);
+    *fl = *dram > *mma ? *dram : *mma;
+}
+
+static void print_floors(const shape_run *sr, int n) {
+    if (g_floors.dram_gbps <= 0 && g_floors.mma_tflops <= 0) {
+        printf("floors not measured: %s\n", g_floors.why);
+        return;
+    }
+    printf("\nfloors (this run: DRAM %.0f GB/s from a device-to-device copy; tensor cores %.0f "
+           "TFLOP/s from a %d^3 FP16 cuBLASLt GEMM, FP32 accumulation)\n",
+           g_floors.dram_gbps, g_floors.mma_tflops, g_floors.gemm_m);
+    printf("%2s %-34s %9s %9s %9s %-6s | %9s %8s\n", "#", "shape", "MB", "DRAM ms", "TC ms",
+           "bound", "auto ms", "auto/flr");
+    for (int i = 0; i < n; i++) {
+        const shape_run *x = &sr[i];
+        double d, m, fl;
+        floors_of(&x->s, &d, &m, &fl);
+        printf("%2d %-34s %9.2f %9.4f %9.4f %-6s | ", x->s.index, x->s.name,
+               shape_bytes(&x->s) / 1e6, d, m, d > m ? "DRAM" : "TC");
+        if (x->ok && x->r[V_AUTO].ok && fl > 0)
+            printf("%9.4f %8.2f\n", x->r[V_AUTO].t.median_ms, x->r[V_AUTO].t.median_ms / fl);
+        else
+            printf("%9s %8s\n", "-", "-");
+    }
 }
 
 static void print_table(const bc_env *e, const bc_opts *o, const shape_run *sr, int n) {
@@ -386,13 +426,19 @@ static int write_json(const bc_opts *o, const bc_env *e, const char *selftest, c
         fprintf(f, ", \"sets\": %d, \"ok\": %s, \"why\": ", sr[i].nsets,
                 sr[i].ok ? "true" : "false");
         bc_json_str(f, sr[i].why);
+        double d, m, fl;
+        floors_of(&sr[i].s, &d, &m, &fl);
+        fprintf(f, ", \"bytes\": %.0f, \"dram_floor_ms\": %.6g, \"tc_floor_ms\": %.6g",
+                shape_bytes(&sr[i].s), d, m);
         for (int v = 0; v < V_COUNT; v++) {
             fprintf(f, ",\n     \"%s\": ", vnames[v]);
             bc_json_result(f, &sr[i].r[v], v == V_LEGACY);
         }
         fprintf(f, "}");
     }
-    fprintf(f, "\n  ],\n  \"profile\": ");
+    fprintf(f, "\n  ],\n  \"floors\": {\"dram_gbps\": %.6g, \"tc_tflops\": %.6g, \"gemm\": %d},",
+            g_floors.dram_gbps, g_floors.mma_tflops, g_floors.gemm_m);
+    fprintf(f, "\n  \"profile\": ");
     if (!ph || !ph->done) {
         fprintf(f, "null\n}\n");
         return fclose(f) != 0;
@@ -475,6 +521,9 @@ int bench_cmd_conv(int argc, char **argv) {
         sr[i].s = shapes[i];
     rc = run_shapes(&e, &o, sr, n);
     print_table(&e, &o, sr, n);
+    if (bench_floors_measure(&g_floors) != 0)
+        fprintf(stderr, "fovea-bench conv: floors: %s\n", g_floors.why);
+    print_floors(sr, n);
     if (!rc && o.profile) { /* the autotuned choices (and the heuristic ones of no other op) */
         fv_status st = fv_context_profile_save(e.ctx, o.profile);
         if (st != FV_OK)

@@ -42,6 +42,7 @@ int bench_cmd_edge(int argc, char **argv);
 #include <cuda_runtime.h>
 #include "fovea/fovea_cuda.h"
 #include "fovea/platform/image_io.h"
+#include "bench_floor.h"
 #include "bench_slice.h"
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
 #include <malloc.h>
@@ -616,47 +617,20 @@ static int time_copy_spread(copy_bufs *b, const edge_case *c, int reps, double *
 }
 
 /* ---- the DRAM floor ---------------------------------------------------------------- */
-/* The device's copy bandwidth: a device-to-device cudaMemcpyAsync of 256 MiB
- * (2 warm-ups, median of 11), read + written bytes over the time. Returns 1
- * (said why) when it cannot measure; the floor columns are then left out. */
+/* The device's copy bandwidth (bench_floor.c: a device-to-device copy of
+ * 256 MiB, median of 11). Returns 1 (said why) when it cannot measure; the
+ * floor columns are then left out. */
 static int measure_dram(int device, double *gbps) {
-    const size_t bytes = (size_t)256 << 20;
-    void *a = NULL, *b = NULL;
-    cudaStream_t s = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    double t[11];
-    int rc = 1;
+    bench_floors f;
     *gbps = 0;
-    if (cu_fail(cudaSetDevice(device), "cudaSetDevice", __LINE__) ||
-        cu_fail(cudaMalloc(&a, bytes), "cudaMalloc", __LINE__) ||
-        cu_fail(cudaMalloc(&b, bytes), "cudaMalloc", __LINE__) ||
-        cu_fail(cudaMemset(a, 1, bytes), "cudaMemset", __LINE__) ||
-        cu_fail(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate",
-                __LINE__) ||
-        cu_fail(cudaEventCreate(&e0), "cudaEventCreate", __LINE__) ||
-        cu_fail(cudaEventCreate(&e1), "cudaEventCreate", __LINE__))
-        goto done;
-    for (int r = -2; r < 11; r++) {
-        float ms = 0;
-        if (cu_fail(cudaEventRecord(e0, s), "cudaEventRecord", __LINE__) ||
-            cu_fail(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync",
-                    __LINE__) ||
-            cu_fail(cudaEventRecord(e1, s), "cudaEventRecord", __LINE__) ||
-            cu_fail(cudaEventSynchronize(e1), "cudaEventSynchronize", __LINE__) ||
-            cu_fail(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime", __LINE__))
-            goto done;
-        if (r >= 0) t[r] = ms;
+    if (cu_fail(cudaSetDevice(device), "cudaSetDevice", __LINE__)) return 1;
+    if (bench_floors_measure_dram(&f) != 0) {
+        fprintf(stderr, "fovea-bench edge: no DRAM bandwidth measured (%s): no floor columns\n",
+                f.why);
+        return 1;
     }
-    *gbps = 2.0 * (double)bytes / (median(t, 11) * 1e6);
-    rc = 0;
-done:
-    if (rc) fprintf(stderr, "fovea-bench edge: no DRAM bandwidth measured: no floor columns\n");
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    if (s) cudaStreamDestroy(s);
-    cudaFree(a);
-    cudaFree(b);
-    return rc;
+    *gbps = f.dram_gbps;
+    return 0;
 }
 
 /* ---- GPU-only -------------------------------------------------------------------- */

@@ -50,6 +50,7 @@ typedef struct options {
     double duration;
     int stall_ms; /* a camera without a frame this long is reported stalled */
     int wait_ms;  /* longest a tick waits for the slower cameras */
+    int sync;     /* every tick waits for every live camera (not stalled) */
     int loop, reconnect, json, quiet, cuda_graph;
     int low_latency; /* one tick in flight: each finishes before the next is gathered */
     const char *profile;

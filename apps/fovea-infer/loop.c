@@ -60,7 +60,7 @@ static int gather(app *a, int s, volatile sig_atomic_t *stop, int *all_ended) {
         for (int i = 0; i < a->n; i++) {
             const camera *c = &a->cams[i];
             if (!c->ended && !c->stalled && c->ready < 0)
-                wait |= worth_waiting(c, ready_period, ready_next);
+                wait |= o->sync || worth_waiting(c, ready_period, ready_next);
         }
         if (any && !first_ready) first_ready = now;
         if (!live && !any) {
@@ -68,7 +68,8 @@ static int gather(app *a, int s, volatile sig_atomic_t *stop, int *all_ended) {
             break;
         }
         if (*stop || (any && !wait)) break;
-        if (any && now - first_ready >= (int64_t)o->wait_ms * 1000000) break;
+        /* --sync waits until the camera counts as stalled instead */
+        if (any && !o->sync && now - first_ready >= (int64_t)o->wait_ms * 1000000) break;
         capture_wait(any ? 1 : 20);
     }
     int taken = 0;

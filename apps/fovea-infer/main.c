@@ -57,6 +57,8 @@ static void usage(FILE *f) {
         "  --stall-ms MS       a camera without frames this long is reported stalled and not\n"
         "                      waited for (default 1000)\n"
         "  --wait-ms MS        longest a batch waits for the slower cameras (default 50)\n"
+        "  --sync              every batch waits for a frame of every live camera (up to\n"
+        "                      --stall-ms): all cameras in every batch, at the slowest's rate\n"
         "Run:\n"
         "  --backend B         auto (default: GPU when usable), cuda or cpu\n"
         "  --device N          CUDA device index (default 0); naming one asks for the CUDA\n"
@@ -235,6 +237,8 @@ static int parse(int argc, char **argv, options *o) {
             o->bitrate = (int)x;
         } else if (!strcmp(a, "--mask-only")) {
             o->mask_only = 1;
+        } else if (!strcmp(a, "--sync")) {
+            o->sync = 1;
         } else if (!strcmp(a, "--low-latency")) {
             o->low_latency = 1;
         } else if (!strcmp(a, "--cuda-graph")) {

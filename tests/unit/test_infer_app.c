@@ -173,30 +173,12 @@ static void infer_segment(void **state) {
         snprintf(path, sizeof path, "%s/seg%d.png", work_dir, c);
         unlink(path);
     }
-    char *argv[] = {(char *)app,
-                    "--backend",
-                    backend,
-                    "--model",
-                    model,
-                    "--frames",
-                    "3",
-                    "--json",
-                    "--input-width",
-                    "48",
-                    "--input-height",
-                    "32",
-                    "--fit",
-                    "letterbox",
-                    "--input",
-                    in[0],
-                    "--input",
-                    in[1],
-                    "--input",
-                    in[2],
-                    out[0],
-                    out[1],
-                    out[2],
-                    NULL};
+    char *argv[] = {
+        (char *)app, "--backend", backend,     "--model",       model,  "--frames",
+        "3",         "--sync",    "--json",    "--input-width", "48",   "--input-height",
+        "32",        "--fit",     "letterbox", "--input",       in[0],  "--input",
+        in[1],       "--input",   in[2],       out[0],          out[1], out[2],
+        NULL};
     int rc = run_app(argv, log);
     char *text = slurp(log);
     const char *sum = summary_of(text);
@@ -233,6 +215,7 @@ static void infer_ended(void **state) {
                     backend,
                     "--frames",
                     "40",
+                    "--sync",
                     "--json",
                     "--input-width",
                     "32",
