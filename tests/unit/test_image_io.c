@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <png.h>
+#include <zlib.h>
 #include "fovea/platform/image_io.h"
 
 static char tmp_dir[256];
@@ -588,6 +589,48 @@ static void huge_png_refused(void **state) {
     expect_refused(p, &big, "larger than the 32768x32768 limit");
 }
 
+/* A 1 MB PNG with 100 zTXt chunks that each inflate to 7.9 MB (under
+ * libpng's 8 MB chunk limit): libpng would inflate and keep them all
+ * (13 s, 940 MB); the loader has it skip text chunks unread. */
+static void png_text_bomb_skipped(void **state) {
+    (void)state;
+    size_t n, zn = compressBound(7900000);
+    unsigned char *png = read_bytes(fv_test_data_path("chelsea.png"), &n);
+    unsigned char *text = malloc(7900000), *body = malloc(9 + zn);
+    assert_non_null(text);
+    assert_non_null(body);
+    memset(text, 'a', 7900000);
+    memcpy(body, "Comment\0\0", 9); /* keyword, NUL, compression method 0 */
+    uLongf zlen = (uLongf)zn;
+    assert_int_equal(compress2(body + 9, &zlen, text, 7900000, 9), Z_OK);
+    free(text);
+    unsigned char *chunk = malloc(12 + 9 + zlen);
+    assert_non_null(chunk);
+    size_t cn = 0;
+    put_chunk(chunk, &cn, "zTXt", body, (uint32_t)(9 + zlen));
+    free(body);
+    const char *p = tmp_path("bomb.png");
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(png, 1, 33, f), 33); /* signature and IHDR */
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(fwrite(chunk, 1, cn, f), cn);
+    assert_int_equal(fwrite(png + 33, 1, n - 33, f), n - 33);
+    assert_int_equal(fclose(f), 0);
+    free(chunk);
+    free(png);
+    long rss0 = peak_rss_kb();
+    double t0 = now_s();
+    fv_host_image im = {0};
+    FV_ASSERT_OK(fv_image_file_load(p, 0, &im));
+    double secs = now_s() - t0;
+    assert_int_equal(im.width, 451);
+    fv_host_image_free(&im);
+    if (secs > 2.0) fail_msg("%.2f s to load: the text chunks were inflated", secs);
+    long grew = peak_rss_kb() - rss0;
+    if (grew > 64 * 1024) fail_msg("peak memory grew by %ld KB: the text chunks were kept", grew);
+}
+
 /* Headers within the limit but data far too short: refused as truncated as
  * soon as the data runs out (the pixel buffer is allocated, not filled). A
  * uniform image compresses to almost nothing (arithmetic coding: to a few
@@ -881,6 +924,7 @@ int main(void) {
         cmocka_unit_test(jpeg_damage_warned),
         cmocka_unit_test(huge_jpeg_refused),
         cmocka_unit_test(huge_png_refused),
+        cmocka_unit_test(png_text_bomb_skipped),
         cmocka_unit_test(truncated_claims_fail_fast),
         cmocka_unit_test(load_limits),
         cmocka_unit_test(failed_save),
