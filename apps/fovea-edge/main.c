@@ -93,7 +93,8 @@ static void usage(FILE *f) {
         "  --gray | --color    one edge value per pixel (default) or per colour channel\n"
         "  --gain G            edge * G (default 1)   --threshold T   binary edges at T\n"
         "  --overlay           edges drawn over the input\n"
-        "  --engine E          auto (default), fused (tensor-core kernel), direct (CUDA-core kernel) or conv\n"
+        "  --engine E          auto (default), fused (tensor-core kernel), direct (CUDA-core "
+        "kernel) or conv\n"
         "                      (pack + cuDNN convolution + edge + unpack)\n"
         "Input:\n"
         "  --input-width W --input-height H   --input-rate FPS\n"
@@ -363,6 +364,18 @@ static void status_line(const options *o, window *w, double secs, uint64_t dropp
     w->nlat = 0;
 }
 
+/* Carve-outs from the context's pools so far: a run makes none once its
+ * pipeline is created (plan, then run). */
+static long carve_outs(fv_context *ctx) {
+    long n = 0;
+    for (int k = FV_POOL_DEVICE; k <= FV_POOL_HOST; k++) {
+        fv_pool *pool = fv_context_pool(ctx, (fv_pool_kind)k);
+        fv_pool_stats ps;
+        if (pool && fv_pool_stats_get(pool, &ps) == FV_OK) n += (long)ps.carve_outs;
+    }
+    return n;
+}
+
 /* ---- defaults ------------------------------------------------------------ */
 static int have_display(void) {
     const char *d = getenv("DISPLAY"), *wl = getenv("WAYLAND_DISPLAY");
@@ -608,6 +621,7 @@ static int run(options *o) {
     static window w;
     static totals t;
     t.rng = 12345;
+    long carved = carve_outs(ctx);
     double t0 = now_s(), last = t0;
     int rc = 0, ended = 0;
     const char *end_reason = "done";
@@ -702,6 +716,7 @@ static int run(options *o) {
         t.gpu += done.gpu_ms;
     }
     double secs = now_s() - t0;
+    long carved_running = carve_outs(ctx) - carved;
     fv_status close_s = fv_sink_close(sink);
     if (close_s != FV_OK && rc == 0) {
         snprintf(err, sizeof err, "finishing %s: %s", ki.name, fv_last_error());
@@ -718,12 +733,13 @@ static int run(options *o) {
                "\"frames_in\":%ld,\"frames_out\":%ld,\"seconds\":%.3f,\"fps\":%.2f,"
                "\"latency_ms_p50\":%.3f,\"latency_ms_p99\":%.3f,\"upload_ms\":%.4f,"
                "\"filter_ms\":%.4f,\"download_ms\":%.4f,\"gpu_ms\":%.4f,\"dropped\":%llu,"
-               "\"slots\":%d,\"cuda_graph\":%d,\"end\":\"%s\",\"ok\":%s}\n",
+               "\"slots\":%d,\"cuda_graph\":%d,\"pool_carve_outs_while_running\":%ld,"
+               "\"end\":\"%s\",\"ok\":%s}\n",
                si.kind, ki.kind, ci.device_name, ci.device_index, fv_backend_name(ci.backend),
                fv_filter_kind_name(o->filter.kind), fi.path, si.width, si.height, t.frames_in,
                t.frames_out, secs, t.frames_out / secs, p50, p99, t.up / fo, t.filt / fo,
                t.down / fo, t.gpu / fo, (unsigned long long)dropped, pi.slots, pi.cuda_graph,
-               end_reason, rc == 0 ? "true" : "false");
+               carved_running, end_reason, rc == 0 ? "true" : "false");
     } else {
         fprintf(stderr,
                 PROG ": %s: %ld frames in, %ld out in %.2f s (%.1f fps); latency p50 %.2f ms, "

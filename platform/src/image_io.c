@@ -164,17 +164,36 @@ static fv_status unknown_format(const char *path, const unsigned char *buf, size
                      path, head);
 }
 
+fv_status fv__image_size_check(const char *path, const char *kind, uint64_t width, uint64_t height,
+                               uint64_t max_pixels) {
+    if (width > FV_IMAGE_MAX_DIM || height > FV_IMAGE_MAX_DIM)
+        return fv__error(FV_ERR_FORMAT,
+                         "image_file_load: '%s': %s claims %llux%llu, larger than the %dx%d "
+                         "limit (FV_IMAGE_MAX_DIM)",
+                         path, kind, (unsigned long long)width, (unsigned long long)height,
+                         FV_IMAGE_MAX_DIM, FV_IMAGE_MAX_DIM);
+    uint64_t pixels = width * height; /* each at most 2^15 */
+    if (pixels > max_pixels)
+        return fv__error(FV_ERR_FORMAT,
+                         "image_file_load: '%s': %s claims %llux%llu = %llu pixels, over the "
+                         "limit of %llu (fv_image_load_desc.max_pixels); not decoded",
+                         path, kind, (unsigned long long)width, (unsigned long long)height,
+                         (unsigned long long)pixels, (unsigned long long)max_pixels);
+    return FV_OK;
+}
+
 fv_status fv__image_decode(const char *path, const unsigned char *buf, size_t size,
-                           fv_pixel_format want, fv_host_image *out) {
+                           fv_pixel_format want, uint64_t max_pixels, fv_host_image *out) {
     memset(out, 0, sizeof *out);
     load_warning[0] = '\0';
     fv_host_image img;
     memset(&img, 0, sizeof img);
+    if (max_pixels == 0) max_pixels = FV_IMAGE_DEFAULT_MAX_PIXELS;
     fv_status s;
     if (size >= 8 && memcmp(buf, png_magic, 8) == 0) {
-        s = fv__png_decode(path, buf, size, want == FV_PIXEL_RGBA32, &img);
+        s = fv__png_decode(path, buf, size, want == FV_PIXEL_RGBA32, max_pixels, &img);
     } else if (size >= 3 && buf[0] == 0xff && buf[1] == 0xd8 && buf[2] == 0xff) {
-        s = fv__jpeg_decode(path, buf, size, &img);
+        s = fv__jpeg_decode(path, buf, size, max_pixels, &img);
     } else {
         s = unknown_format(path, buf, size);
     }
@@ -188,10 +207,22 @@ fv_status fv__image_decode(const char *path, const unsigned char *buf, size_t si
 }
 
 fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_image *out) {
+    return fv_image_file_load_with(path, want, NULL, out);
+}
+
+fv_status fv_image_file_load_with(const char *path, fv_pixel_format want,
+                                  const fv_image_load_desc *desc, fv_host_image *out) {
     if (out) memset(out, 0, sizeof *out);
     load_warning[0] = '\0';
     if (!path || !out)
         return fv__error(FV_ERR_BAD_PARAM, "image_file_load: %s is NULL", path ? "out" : "path");
+    fv_image_load_desc d;
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    for (size_t i = 0; i < sizeof d.reserved / sizeof d.reserved[0]; i++)
+        if (d.reserved[i] != 0)
+            return fv__error(FV_ERR_BAD_PARAM, "image_file_load: '%s': reserved[%zu] must be zero",
+                             path, i);
     if (want != 0 && fv__image_file_bpp(want) == 0)
         return fv__error(FV_ERR_BAD_PARAM,
                          "image_file_load: '%s': want=%d (%s): only GRAY8, RGB24, BGR24, RGBA32 "
@@ -201,7 +232,7 @@ fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_ima
     size_t size;
     fv_status s = read_file(path, &buf, &size);
     if (s != FV_OK) return s;
-    s = fv__image_decode(path, buf, size, want, out);
+    s = fv__image_decode(path, buf, size, want, d.max_pixels, out);
     free(buf);
     if (s != FV_OK) load_warning[0] = '\0'; /* the error says what was wrong */
     return s;

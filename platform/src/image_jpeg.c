@@ -20,7 +20,9 @@ typedef struct jpeg_job {
     int io_errno;
     /* decoding */
     struct jpeg_decompress_struct d;
-    int too_large, cmyk;
+    uint64_t max_pixels;
+    int too_large; /* the header's size refused (the error is recorded) */
+    int cmyk;
     int warnings; /* warnings decoding survived (extraneous bytes, ...) */
     char warning[JMSG_LENGTH_MAX];
     unsigned char *pixels;
@@ -71,12 +73,16 @@ static void set_error_handlers(jpeg_job *j) {
     j->err.output_message = on_output_message;
 }
 
-static int decode_run(jpeg_job *j, const unsigned char *buf, size_t size) {
+static int decode_run(jpeg_job *j, const char *path, const unsigned char *buf, size_t size) {
     if (setjmp(j->jmp)) return 1;
     jpeg_create_decompress(&j->d); /* keeps err and client_data */
     jpeg_mem_src(&j->d, buf, (unsigned long)size);
+    /* Reads the markers up to the first scan; nothing sized by the image
+     * is allocated before jpeg_start_decompress (progressive and
+     * arithmetic-coded files: whole-image coefficient buffers there). */
     jpeg_read_header(&j->d, TRUE);
-    if (j->d.image_width > FV_IMAGE_MAX_DIM || j->d.image_height > FV_IMAGE_MAX_DIM) {
+    if (fv__image_size_check(path, "JPEG", j->d.image_width, j->d.image_height, j->max_pixels) !=
+        FV_OK) {
         j->too_large = 1;
         return 1;
     }
@@ -104,21 +110,18 @@ static int decode_run(jpeg_job *j, const unsigned char *buf, size_t size) {
 }
 
 fv_status fv__jpeg_decode(const char *path, const unsigned char *buf, size_t size,
-                          fv_host_image *out) {
+                          uint64_t max_pixels, fv_host_image *out) {
     jpeg_job *j = calloc(1, sizeof *j);
     if (!j) return fv__error(FV_ERR_OUT_OF_MEMORY, "image_file_load: '%s': out of memory", path);
     set_error_handlers(j);
     j->d.err = &j->err;
     j->d.client_data = j;
-    int failed = decode_run(j, buf, size);
+    j->max_pixels = max_pixels;
+    int failed = decode_run(j, path, buf, size);
     jpeg_destroy_decompress(&j->d);
     fv_status s = FV_OK;
     if (failed && j->too_large)
-        s = fv__error(FV_ERR_FORMAT,
-                      "image_file_load: '%s': JPEG is %ux%u, larger than the %dx%d "
-                      "limit",
-                      path, (unsigned)j->d.image_width, (unsigned)j->d.image_height,
-                      FV_IMAGE_MAX_DIM, FV_IMAGE_MAX_DIM);
+        s = FV_ERR_FORMAT; /* recorded by fv__image_size_check */
     else if (failed && j->cmyk)
         s = fv__error(FV_ERR_FORMAT, "image_file_load: '%s': CMYK/YCCK JPEG is not supported",
                       path);

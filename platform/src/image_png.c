@@ -20,7 +20,8 @@ typedef struct png_job {
     const unsigned char *buf;
     size_t size, pos;
     int rgba;
-    int too_large; /* width or height over FV_IMAGE_MAX_DIM */
+    uint64_t max_pixels;
+    int too_large; /* the header's size refused (the error is recorded) */
     png_uint_32 width, height;
     unsigned char *pixels;
     png_bytep *rows;
@@ -51,14 +52,29 @@ static void read_mem(png_structp png, png_bytep dst, size_t n) {
     j->pos += n;
 }
 
+/* Ancillary chunks fovea does not use, skipped unread: text and ICC
+ * profiles are compressed, and libpng would inflate up to its chunk limit
+ * (8 MB) for each of up to 1000 chunks before the first pixel. */
+static const png_byte skipped_chunks[] = "tEXt\0zTXt\0iTXt\0iCCP\0sPLT\0eXIf";
+
 /* Returns 0 on success; nonzero after a libpng error (j->msg says what). */
 static int decode_run(png_job *j) {
     if (setjmp(png_jmpbuf(j->png))) return 1;
     png_set_read_fn(j->png, j, read_mem);
+#ifdef PNG_HANDLE_AS_UNKNOWN_SUPPORTED
+    png_set_keep_unknown_chunks(j->png, PNG_HANDLE_CHUNK_NEVER, skipped_chunks,
+                                (int)(sizeof skipped_chunks / 5));
+#endif
+#ifdef PNG_SET_USER_LIMITS_SUPPORTED
+    png_set_chunk_malloc_max(j->png, 8000000); /* libpng's default, whatever the build says */
+    png_set_chunk_cache_max(j->png, 1000);
+#endif
+    /* Reads the chunks up to the first IDAT: nothing sized by the image is
+     * allocated before png_read_update_info. */
     png_read_info(j->png, j->info);
     int depth, type, interlace;
     png_get_IHDR(j->png, j->info, &j->width, &j->height, &depth, &type, &interlace, NULL, NULL);
-    if (j->width > FV_IMAGE_MAX_DIM || j->height > FV_IMAGE_MAX_DIM) {
+    if (fv__image_size_check(j->path, "PNG", j->width, j->height, j->max_pixels) != FV_OK) {
         j->too_large = 1;
         return 1;
     }
@@ -99,13 +115,14 @@ static int decode_run(png_job *j) {
 }
 
 fv_status fv__png_decode(const char *path, const unsigned char *buf, size_t size, int rgba,
-                         fv_host_image *out) {
+                         uint64_t max_pixels, fv_host_image *out) {
     png_job j;
     memset(&j, 0, sizeof j);
     j.path = path;
     j.buf = buf;
     j.size = size;
     j.rgba = rgba;
+    j.max_pixels = max_pixels;
     j.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &j, on_error, on_warning);
     if (j.png) j.info = png_create_info_struct(j.png);
     if (!j.png || !j.info) {
@@ -117,10 +134,7 @@ fv_status fv__png_decode(const char *path, const unsigned char *buf, size_t size
     free(j.rows);
     if (failed) {
         free(j.pixels);
-        if (j.too_large)
-            return fv__error(
-                FV_ERR_FORMAT, "image_file_load: '%s': PNG is %ux%u, larger than the %dx%d limit",
-                path, (unsigned)j.width, (unsigned)j.height, FV_IMAGE_MAX_DIM, FV_IMAGE_MAX_DIM);
+        if (j.too_large) return FV_ERR_FORMAT; /* recorded by fv__image_size_check */
         fv_status s = strcmp(j.msg, "out of memory") == 0 ? FV_ERR_OUT_OF_MEMORY : FV_ERR_FORMAT;
         return fv__error(s, "image_file_load: '%s': malformed PNG: %s", path, j.msg);
     }

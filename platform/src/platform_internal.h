@@ -43,19 +43,29 @@ size_t fv__image_file_bpp(fv_pixel_format f);
 /* fv_image_file_load after the file is read: the size bytes at buf (size
  * may be 0; not kept) recognised by their magic bytes, decoded and
  * converted to want (checked by the caller: 0 or a format with
- * fv__image_file_bpp). path is for messages. *out as fv_image_file_load's;
- * statuses as its, less FV_ERR_IO and FV_ERR_BAD_PARAM. */
+ * fv__image_file_bpp). max_pixels: fv_image_load_desc's, 0 meaning
+ * FV_IMAGE_DEFAULT_MAX_PIXELS. path is for messages. *out as
+ * fv_image_file_load's; statuses as its, less FV_ERR_IO and
+ * FV_ERR_BAD_PARAM. */
 fv_status fv__image_decode(const char *path, const unsigned char *buf, size_t size,
-                           fv_pixel_format want, fv_host_image *out);
+                           fv_pixel_format want, uint64_t max_pixels, fv_host_image *out);
 
-/* Decoders: the whole file is in buf. On success *out owns a dense image in
- * GRAY8 or RGB24 (the file's natural format), or RGBA32 when rgba is
- * nonzero. On failure they record the error (the message begins
+/* The size a file's header claims against FV_IMAGE_MAX_DIM and max_pixels
+ * (not 0): FV_OK, or FV_ERR_FORMAT recorded with the path, kind ("PNG",
+ * "JPEG"), the size and the limit. The decoders call it once the header is
+ * read, before they allocate anything for the pixels. */
+fv_status fv__image_size_check(const char *path, const char *kind, uint64_t width, uint64_t height,
+                               uint64_t max_pixels);
+
+/* Decoders: the whole file is in buf; max_pixels (not 0) as
+ * fv__image_size_check's. On success *out owns a dense image in GRAY8 or
+ * RGB24 (the file's natural format), or RGBA32 when rgba is nonzero. On
+ * failure they record the error (the message begins
  * "image_file_load: '<path>': ") and leave *out zeroed. */
 fv_status fv__png_decode(const char *path, const unsigned char *buf, size_t size, int rgba,
-                         fv_host_image *out);
+                         uint64_t max_pixels, fv_host_image *out);
 fv_status fv__jpeg_decode(const char *path, const unsigned char *buf, size_t size,
-                          fv_host_image *out);
+                          uint64_t max_pixels, fv_host_image *out);
 
 /* Encoders: write img (checked: GRAY8/RGB24/BGR24/RGBA32, stride filled) to
  * the open file f. path is for messages. Write errors give FV_ERR_IO. */

@@ -7,7 +7,9 @@ files are committed; rerun this only to change them).
 Needs Debian's python3-numpy and python3-opencv (images), python3-torch
 (the small ONNX models). fuzz_profile's seed is not made here: it is
 fv__profile_save's output for the profile tests/fuzz/test_profile_fuzz.c
-builds (a few entries, plan blobs).
+builds (a few entries, plan blobs). Nor are the regression seeds, inputs
+toolchain/fuzz.sh once kept under tests/fuzz/crashes/ (e.g.
+fuzz_image/oom-jpeg-claims-huge-size.jpg): keep them when remaking.
 
   fuzz_image  data/astronaut.png shrunk to 16x12: PNG in every colour type
               and several bit depths (palette, tRNS, 16-bit, Adam7), JPEG

@@ -1,7 +1,8 @@
 /* Runs the fovea-edge program (CPU backend) end to end:
  *   run      test:// at 64x48, 4 frames, unpaced, to numbered PNGs, --json:
  *            exactly 4 files, each equal to fv_filter on the same test://
- *            frame computed here, and a JSON summary saying 4 frames;
+ *            frame computed here, and a JSON summary saying 4 frames and
+ *            no pool carve-outs while running;
  *   errors   a missing input (exit 1, message names it), bad options and
  *            a lone --input-width (exit 2), --help (exit 0, examples);
  *            --device: a bad index and a device on the CPU backend refused
@@ -124,8 +125,8 @@ static void edge_run(void **state) {
     char *text = slurp(log);
     if (rc != 0) fail_msg("fovea-edge exited %d:\n%s", rc, text);
     if (!strstr(text, "\"type\":\"summary\"") || !strstr(text, "\"frames_out\":4,") ||
-        !strstr(text, "\"ok\":true"))
-        fail_msg("no JSON summary with frames_out 4 in:\n%s", text);
+        !strstr(text, "\"pool_carve_outs_while_running\":0,") || !strstr(text, "\"ok\":true"))
+        fail_msg("no JSON summary with frames_out 4 and no carve-outs in:\n%s", text);
     free(text);
 
     /* the same frames through fv_filter here */

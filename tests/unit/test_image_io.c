@@ -11,8 +11,10 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <png.h>
+#include <zlib.h>
 #include "fovea/platform/image_io.h"
 
 static char tmp_dir[256];
@@ -485,6 +487,207 @@ static void malformed(void **state) {
                      "character device");
 }
 
+/* ---- sizes claimed by headers ------------------------------------------- */
+static long peak_rss_kb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A load expected to be refused from the header alone: the status, the
+ * message, out zeroed, quickly, and no new peak in the process's memory
+ * (decoding would take hundreds of MB). */
+static void expect_refused(const char *path, const fv_image_load_desc *d, const char *needle) {
+    long rss0 = peak_rss_kb();
+    double t0 = now_s();
+    fv_host_image im;
+    memset(&im, 0xab, sizeof im);
+    FV_ASSERT_STATUS(fv_image_file_load_with(path, FV_PIXEL_RGBA32, d, &im), FV_ERR_FORMAT, needle);
+    double secs = now_s() - t0;
+    long grew = peak_rss_kb() - rss0;
+    assert_null(im.data);
+    assert_int_equal(im.width, 0);
+    if (secs > 0.5) fail_msg("%s: refused after %.2f s, not at once", path, secs);
+    if (grew > 16 * 1024) fail_msg("%s: peak memory grew by %ld KB", path, grew);
+    assert_non_null(strstr(fv_last_error(), path));
+}
+
+static void put_be32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+}
+
+/* Appends a chunk (length, type, data, CRC) at b + *n. */
+static void put_chunk(unsigned char *b, size_t *n, const char *type, const void *data,
+                      uint32_t len) {
+    put_be32(b + *n, len);
+    memcpy(b + *n + 4, type, 4);
+    if (len) memcpy(b + *n + 8, data, len);
+    put_be32(b + *n + 8 + len, crc32_of(b + *n + 4, len + 4));
+    *n += 12 + len;
+}
+
+/* A well-formed PNG header (signature, IHDR with a valid CRC) claiming
+ * w x h RGB8, then an IDAT with one zlib-compressed row of zeros and IEND:
+ * far too little data for the size claimed. */
+static size_t small_png_claiming(unsigned char *b, uint32_t w, uint32_t h) {
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    /* zlib stream of a few zero bytes: 78 9c, a fixed-Huffman block, adler32 */
+    static const unsigned char idat[] = {0x78, 0x9c, 0x63, 0x60, 0x60, 0x60,
+                                         0x00, 0x00, 0x00, 0x04, 0x00, 0x01};
+    unsigned char ihdr[13] = {0};
+    put_be32(ihdr, w);
+    put_be32(ihdr + 4, h);
+    ihdr[8] = 8; /* depth */
+    ihdr[9] = 2; /* RGB */
+    size_t n = 8;
+    memcpy(b, sig, 8);
+    put_chunk(b, &n, "IHDR", ihdr, sizeof ihdr);
+    put_chunk(b, &n, "IDAT", idat, sizeof idat);
+    put_chunk(b, &n, "IEND", NULL, 0);
+    return n;
+}
+
+/* The fuzzer's find (tests/fuzz/corpus/fuzz_image): 267 bytes of
+ * arithmetic-coded JPEG claiming 24592x18688 (460 Mpixels). libjpeg
+ * decodes it in full (missing arithmetic-coded data is zeros), 1.7 s and
+ * 450 MB; the loader refuses it from the header, by default and with a
+ * lower limit. */
+static void huge_jpeg_refused(void **state) {
+    (void)state;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fuzz/corpus/fuzz_image/oom-jpeg-claims-huge-size.jpg",
+             FV_TEST_SOURCE_DIR);
+    expect_refused(path, NULL,
+                   "JPEG claims 24592x18688 = 459575296 pixels, over the limit of 268435456 "
+                   "(fv_image_load_desc.max_pixels)");
+    fv_image_load_desc d = {.max_pixels = 1u << 22};
+    expect_refused(path, &d, "over the limit of 4194304");
+    FV_ASSERT_STATUS(fv_image_file_load(path, 0, &(fv_host_image){0}), FV_ERR_FORMAT,
+                     "24592x18688");
+}
+
+/* A 100-byte PNG with a valid IHDR claiming 20000x20000: refused from the
+ * header by default; at the per-side limit (FV_IMAGE_MAX_DIM) too. */
+static void huge_png_refused(void **state) {
+    (void)state;
+    unsigned char b[128];
+    const char *p = tmp_path("huge.png");
+    write_bytes(p, b, small_png_claiming(b, 20000, 20000));
+    expect_refused(p, NULL,
+                   "PNG claims 20000x20000 = 400000000 pixels, over the limit of 268435456");
+    write_bytes(p, b, small_png_claiming(b, 32769, 1));
+    expect_refused(p, NULL, "PNG claims 32769x1, larger than the 32768x32768 limit");
+    fv_image_load_desc big = {.max_pixels = (uint64_t)1 << 40};
+    write_bytes(p, b, small_png_claiming(b, 40000, 40000));
+    expect_refused(p, &big, "larger than the 32768x32768 limit");
+}
+
+/* A 1 MB PNG with 100 zTXt chunks that each inflate to 7.9 MB (under
+ * libpng's 8 MB chunk limit): libpng would inflate and keep them all
+ * (13 s, 940 MB); the loader has it skip text chunks unread. */
+static void png_text_bomb_skipped(void **state) {
+    (void)state;
+    size_t n, zn = compressBound(7900000);
+    unsigned char *png = read_bytes(fv_test_data_path("chelsea.png"), &n);
+    unsigned char *text = malloc(7900000), *body = malloc(9 + zn);
+    assert_non_null(text);
+    assert_non_null(body);
+    memset(text, 'a', 7900000);
+    memcpy(body, "Comment\0\0", 9); /* keyword, NUL, compression method 0 */
+    uLongf zlen = (uLongf)zn;
+    assert_int_equal(compress2(body + 9, &zlen, text, 7900000, 9), Z_OK);
+    free(text);
+    unsigned char *chunk = malloc(12 + 9 + zlen);
+    assert_non_null(chunk);
+    size_t cn = 0;
+    put_chunk(chunk, &cn, "zTXt", body, (uint32_t)(9 + zlen));
+    free(body);
+    const char *p = tmp_path("bomb.png");
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(png, 1, 33, f), 33); /* signature and IHDR */
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(fwrite(chunk, 1, cn, f), cn);
+    assert_int_equal(fwrite(png + 33, 1, n - 33, f), n - 33);
+    assert_int_equal(fclose(f), 0);
+    free(chunk);
+    free(png);
+    long rss0 = peak_rss_kb();
+    double t0 = now_s();
+    fv_host_image im = {0};
+    FV_ASSERT_OK(fv_image_file_load(p, 0, &im));
+    double secs = now_s() - t0;
+    assert_int_equal(im.width, 451);
+    fv_host_image_free(&im);
+    if (secs > 2.0) fail_msg("%.2f s to load: the text chunks were inflated", secs);
+    long grew = peak_rss_kb() - rss0;
+    if (grew > 64 * 1024) fail_msg("peak memory grew by %ld KB: the text chunks were kept", grew);
+}
+
+/* Headers within the limit but data far too short: refused as truncated as
+ * soon as the data runs out (the pixel buffer is allocated, not filled). A
+ * uniform image compresses to almost nothing (arithmetic coding: to a few
+ * bytes), so the size of the data is no test of the size claimed. */
+static void truncated_claims_fail_fast(void **state) {
+    (void)state;
+    unsigned char b[128];
+    const char *p = tmp_path("tall.png");
+    write_bytes(p, b, small_png_claiming(b, 16384, 16384));
+    double t0 = now_s();
+    FV_ASSERT_STATUS(fv_image_file_load(p, 0, &(fv_host_image){0}), FV_ERR_FORMAT, "malformed PNG");
+    size_t n;
+    unsigned char *jpg = read_bytes(fv_test_data_path("rocket.jpg"), &n);
+    size_t i = 2; /* the SOF0 segment: its height and width claim 16000x16000 */
+    while (i + 9 < n && !(jpg[i] == 0xff && jpg[i + 1] == 0xc0))
+        i += 2 + ((size_t)jpg[i + 2] << 8 | jpg[i + 3]);
+    assert_true(i + 9 < n);
+    jpg[i + 5] = 16000 >> 8, jpg[i + 6] = 16000 & 0xff;
+    jpg[i + 7] = 16000 >> 8, jpg[i + 8] = 16000 & 0xff;
+    write_bytes(p = tmp_path("tall.jpg"), jpg, n);
+    free(jpg);
+    FV_ASSERT_STATUS(fv_image_file_load(p, 0, &(fv_host_image){0}), FV_ERR_FORMAT,
+                     "malformed JPEG");
+    double secs = now_s() - t0;
+    if (secs > 2.0) fail_msg("two truncated files took %.2f s to refuse", secs);
+}
+
+/* fv_image_load_desc.max_pixels: exactly the limit loads, one pixel less
+ * refuses, in both decoders; reserved fields must be zero. */
+static void load_limits(void **state) {
+    (void)state;
+    const char *jpg = fv_test_data_path("rocket.jpg"); /* 640x427 */
+    fv_host_image im = {0};
+    fv_image_load_desc d = {.max_pixels = 640 * 427};
+    FV_ASSERT_OK(fv_image_file_load_with(jpg, 0, &d, &im));
+    assert_int_equal(im.width, 640);
+    fv_host_image_free(&im);
+    d.max_pixels--;
+    FV_ASSERT_STATUS(fv_image_file_load_with(jpg, 0, &d, &im), FV_ERR_FORMAT,
+                     "JPEG claims 640x427 = 273280 pixels, over the limit of 273279");
+    assert_null(im.data);
+
+    const char *png = fv_test_data_path("chelsea.png"); /* 451x300 */
+    d.max_pixels = 451 * 300;
+    FV_ASSERT_OK(fv_image_file_load_with(png, FV_PIXEL_RGBA32, &d, &im));
+    assert_int_equal(im.height, 300);
+    fv_host_image_free(&im);
+    d.max_pixels--;
+    FV_ASSERT_STATUS(fv_image_file_load_with(png, 0, &d, &im), FV_ERR_FORMAT,
+                     "PNG claims 451x300 = 135300 pixels, over the limit of 135299");
+    FV_ASSERT_OK(fv_image_file_load_with(png, 0, NULL, &im)); /* NULL: the defaults */
+    fv_host_image_free(&im);
+    fv_image_load_desc r = {.reserved[5] = 1};
+    FV_ASSERT_STATUS(fv_image_file_load_with(png, 0, &r, &im), FV_ERR_BAD_PARAM, "reserved[5]");
+    FV_ASSERT_STATUS(fv_image_file_load_with(NULL, 0, &d, &im), FV_ERR_BAD_PARAM, "path");
+}
+
 /* A JPEG with stray bytes before a marker decodes (as libjpeg does) and
  * fv_image_file_load_warning says what was read past; a clean file and a
  * failed load leave it empty. */
@@ -719,6 +922,11 @@ int main(void) {
         cmocka_unit_test(malformed),
         cmocka_unit_test(bad_params),
         cmocka_unit_test(jpeg_damage_warned),
+        cmocka_unit_test(huge_jpeg_refused),
+        cmocka_unit_test(huge_png_refused),
+        cmocka_unit_test(png_text_bomb_skipped),
+        cmocka_unit_test(truncated_claims_fail_fast),
+        cmocka_unit_test(load_limits),
         cmocka_unit_test(failed_save),
         cmocka_unit_test(stale_temporaries_removed),
         cmocka_unit_test(temporaries_removed_on_signal),

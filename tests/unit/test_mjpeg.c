@@ -24,7 +24,7 @@ fv_status fv__mjpeg_decode(fv__mjpeg *m, const unsigned char *data, size_t size,
 void fv__mjpeg_destroy(fv__mjpeg *m);
 fv_status fv__host_convert(const fv_image *src, fv_image *dst);
 fv_status fv__jpeg_decode(const char *path, const unsigned char *buf, size_t size,
-                          fv_host_image *out);
+                          uint64_t max_pixels, fv_host_image *out);
 
 typedef struct jpeg_buf {
     unsigned char *data;
@@ -178,7 +178,7 @@ static void rgb_formats_at(int w, int h) {
     check_close(what, rgb->data, src, n * 3, 3, 30);
     /* exactly what the image file decoder makes of the same bytes */
     fv_host_image ref = {0};
-    FV_ASSERT_OK(fv__jpeg_decode("frame.jpg", j.data, j.size, &ref));
+    FV_ASSERT_OK(fv__jpeg_decode("frame.jpg", j.data, j.size, FV_IMAGE_DEFAULT_MAX_PIXELS, &ref));
     assert_int_equal(ref.format, FV_PIXEL_RGB24);
     assert_memory_equal(rgb->data, ref.data, n * 3);
     fv_host_image_free(&ref);

@@ -19,6 +19,15 @@ extern "C" {
 /* Largest width or height accepted when loading or saving. */
 #define FV_IMAGE_MAX_DIM 32768
 
+/* Largest width x height fv_image_file_load decodes by default: 2^28
+ * (16384 x 16384, 268 Mpixels). That is 3x a 12K frame (12288 x 6480) and
+ * above the largest camera sensors (150 Mpixels), and caps a loaded image
+ * at 1 GiB (RGBA32). A file whose header claims more is refused before
+ * anything is allocated for its pixels: a few hundred bytes can claim
+ * gigapixels (an arithmetic-coded JPEG legally decodes its missing data as
+ * zeros). fv_image_load_desc.max_pixels raises or lowers it. */
+#define FV_IMAGE_DEFAULT_MAX_PIXELS ((uint64_t)1 << 28)
+
 /* An image in host memory that owns its pixels. */
 typedef struct fv_host_image {
     fv_pixel_format format; /* GRAY8, RGB24, BGR24 or RGBA32 */
@@ -53,12 +62,36 @@ static inline fv_image fv_host_image_view(const fv_host_image *img) {
  * 1/2/4-bit grey expanded, tRNS turned into alpha for RGBA32), interlaced or
  * not. No gamma or colour-profile conversion. JPEG: greyscale, YCbCr and RGB
  * (not CMYK); a truncated or corrupt entropy-coded segment is an error.
+ * The header's size is checked before any pixel memory is allocated:
+ * width and height at most FV_IMAGE_MAX_DIM, width x height at most
+ * FV_IMAGE_DEFAULT_MAX_PIXELS (fv_image_file_load_with sets another limit).
  * Returns FV_ERR_BAD_PARAM (NULL argument, want not one of the above),
  * FV_ERR_IO (cannot open or read the file: the message has the path and the
  * system's reason), FV_ERR_FORMAT (empty, truncated, corrupt, not PNG or
- * JPEG, unsupported variant, or width/height > FV_IMAGE_MAX_DIM),
- * FV_ERR_OUT_OF_MEMORY. */
+ * JPEG, unsupported variant, width/height > FV_IMAGE_MAX_DIM, or more
+ * pixels than the limit: the message has the path, the size the header
+ * claims and the limit), FV_ERR_OUT_OF_MEMORY. */
 fv_status fv_image_file_load(const char *path, fv_pixel_format want, fv_host_image *out);
+
+/* Options of fv_image_file_load_with; NULL or zero fields mean the defaults. */
+typedef struct fv_image_load_desc {
+    /* Most pixels (width x height) a file may claim in its header, else
+     * FV_ERR_FORMAT before decoding; 0 means FV_IMAGE_DEFAULT_MAX_PIXELS.
+     * The image returned then takes at most 4 bytes a pixel (RGBA32); a
+     * progressive colour JPEG needs about 9 bytes a pixel while decoding.
+     * FV_IMAGE_MAX_DIM still bounds each side, so values above 2^30 are
+     * the same as 2^30. */
+    uint64_t max_pixels;
+    uint32_t reserved[6]; /* must be zero */
+} fv_image_load_desc;
+
+/* fv_image_file_load with options: desc may be NULL (the defaults, the same
+ * as fv_image_file_load). E.g. a tool for gigapixel panoramas raises
+ * max_pixels; a service decoding untrusted uploads on a small device lowers
+ * it. Other parameters, *out and the statuses as fv_image_file_load's, and
+ * FV_ERR_BAD_PARAM when reserved is not zero. */
+fv_status fv_image_file_load_with(const char *path, fv_pixel_format want,
+                                  const fv_image_load_desc *desc, fv_host_image *out);
 
 /* What the last fv_image_file_load on this thread read past: libjpeg's
  * recoverable damage (e.g. "Corrupt JPEG data: 3 extraneous bytes before
