@@ -93,12 +93,12 @@ if(TARGET fovea-edge AND NOT CMAKE_CROSSCOMPILING)
 endif()
 
 # toolchain/soak.sh at CI size: fovea-edge for 200000 frames and fovea-infer
-# for 5000 batches (CPU backend, test:// at 64x48, null://), each program's
+# for 20000 batches (CPU backend, test:// at 64x48, null://), each program's
 # RSS flat within 2 MB after a 3 s warm-up and no pool carve-outs while
 # running; about 30 s on 2 cores. Not in sanitizer builds (ASan's quarantine
 # and shadow memory make RSS say nothing about leaks) nor cross builds.
 if(TARGET fovea-edge AND TARGET fovea-infer AND NOT FV_SANITIZE AND NOT CMAKE_CROSSCOMPILING)
   add_test(NAME soak_short
-           COMMAND ${PROJECT_SOURCE_DIR}/toolchain/soak.sh ${PROJECT_BINARY_DIR} 200000 5000)
+           COMMAND ${PROJECT_SOURCE_DIR}/toolchain/soak.sh ${PROJECT_BINARY_DIR} 200000 20000)
   set_tests_properties(soak_short PROPERTIES LABELS "unit;app" TIMEOUT 300)
 endif()
