@@ -54,9 +54,11 @@ def fovea(args, extra, label):
     if r.returncode != 0 or summary is None:
         print(r.stdout[-4000:], r.stderr[-4000:], sep="\n")
         raise RuntimeError("%s: fovea-infer exited %d" % (label, r.returncode))
-    print("  %s: %.1f batches/s, p50 %.2f ms, p99 %.2f ms, first %.2f ms, stages %s (%.0f s)" %
+    print("  %s: %.1f batches/s, p50 %.2f ms, p99 %.2f ms, first %.2f ms, GPU a tick p50 %.3f "
+          "p99 %.3f ms, stages %s (%.0f s)" %
           (label, summary["fps"], summary["latency_ms_p50"], summary["latency_ms_p99"],
-           summary.get("latency_ms_first", 0.0),
+           summary.get("latency_ms_first", 0.0), summary.get("gpu_ms_p50", 0.0),
+           summary.get("gpu_ms_p99", 0.0),
            {k: summary[k + "_ms"] for k in ("upload", "pre", "net", "post", "download")},
            time.time() - t0), flush=True)
     if summary["pool_carve_outs_while_running"] != 0:

@@ -180,6 +180,10 @@ struct stats {
     long ticks, window_ticks;
     double stage[5], window_stage[5]; /* ms sums: upload, pre, net, post, download */
     float lat[LAT_SAMPLES], wlat[LAT_SAMPLES];
+    /* each tick's GPU time, first event to last (the same warm-up left
+     * out): beside the latency, it says whether a slow tick was the GPU's */
+    float gpu[LAT_SAMPLES];
+    long ngpu;
     long nlat, nwlat;
     /* the first LAT_WARMUP frames (first engine and graph launches, clocks
      * rising): kept out of the percentiles unless nothing else came */
@@ -190,6 +194,7 @@ struct stats {
 };
 
 void stats_latency(stats *s, float ms);
+void stats_gpu(stats *s, float ms);
 /* One status line (text to stderr, or a JSON object to stdout) over the
  * window since the last one, which is then reset. */
 void report_status(const options *o, const model *m, camera *cams, int n, stats *s, double secs,

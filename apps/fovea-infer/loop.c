@@ -202,6 +202,7 @@ static int finish_tick(app *a, int s) {
     for (int k = 0; k < 5; k++)
         st->stage[k] += ms[k], st->window_stage[k] += ms[k];
     st->ticks++, st->window_ticks++;
+    stats_gpu(st, done.gpu_ms);
     int rc = 0;
     for (int i = 0; i < a->n && rc == 0; i++) {
         if (!a->taken[s][i]) continue;

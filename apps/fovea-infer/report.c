@@ -49,6 +49,18 @@ void stats_latency(stats *s, float ms) {
     s->nlat++;
 }
 
+void stats_gpu(stats *s, float ms) {
+    if (s->ticks <= LAT_WARMUP) return;
+    if (s->ngpu < LAT_SAMPLES)
+        s->gpu[s->ngpu] = ms;
+    else { /* reservoir, as the latencies */
+        s->rng = s->rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t j = (s->rng >> 17) % (uint64_t)(s->ngpu + 1);
+        if (j < LAT_SAMPLES) s->gpu[j] = ms;
+    }
+    s->ngpu++;
+}
+
 static const char *cam_state(const camera *c) {
     if (c->ended) return c->failed ? "failed" : "ended";
     if (c->waiting) return "reconnecting";
@@ -139,6 +151,8 @@ void report_summary(const options *o, const model *m, camera *cams, int n, stats
         nl = s->nwarm;
     }
     double p50 = percentile(s->lat, nl, 0.5), p99 = percentile(s->lat, nl, 0.99);
+    long ng = s->ngpu < LAT_SAMPLES ? s->ngpu : LAT_SAMPLES;
+    double g50 = percentile(s->gpu, ng, 0.5), g99 = percentile(s->gpu, ng, 0.99);
     long tk = s->ticks ? s->ticks : 1;
     if (o->json) {
         printf("{\"type\":\"summary\",\"model\":");
@@ -151,6 +165,7 @@ void report_summary(const options *o, const model *m, camera *cams, int n, stats
                "\"latency_warmup_frames\":%ld",
                ci->device_index, fv_backend_name(ci->backend), m->n, m->w, m->h, s->ticks, secs,
                s->ticks / secs, p50, p99, (double)first, s->nwarm);
+        printf(",\"gpu_ms_p50\":%.4f,\"gpu_ms_p99\":%.4f", g50, g99);
         for (int i = 0; i < 5; i++)
             printf(",\"%s_ms\":%.4f", stage_names[i], s->stage[i] / tk);
         printf(",\"pool_carve_outs_while_running\":%ld,\"cameras\":[", allocs);
