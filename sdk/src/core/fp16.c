@@ -79,6 +79,7 @@ static void f32_to_f16_loop(const float *src, fv_half *dst, size_t n) {
 }
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 __attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *src, fv_half *dst,
                                                                 size_t n) {
@@ -90,13 +91,24 @@ __attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *src
     f32_to_f16_loop(src + i, dst + i, n - i);
 }
 
+/* CPUID.1:ECX F16C (29), AVX (28) and OSXSAVE (27), and the OS saving the
+ * YMM registers (XCR0 bits 1 and 2): what the 256-bit conversion needs.
+ * (cpuid.h works with GCC and clang alike; __builtin_cpu_supports("f16c")
+ * is GCC's only.) */
+static int has_f16c(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    if (!(c & (1u << 29)) || !(c & (1u << 28)) || !(c & (1u << 27))) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & 6u) == 6u;
+}
+
 void fv_f32_to_f16_n(const float *src, fv_half *dst, size_t n) {
-    static int f16c = -1;
-    if (f16c < 0) {
-        __builtin_cpu_init();
-        f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-    }
-    if (f16c)
+    /* asked each time (no shared state between threads): a few hundred
+     * cycles, against arrays of at least 64 values */
+    if (n >= 64 && has_f16c())
         f32_to_f16_f16c(src, dst, n);
     else
         f32_to_f16_loop(src, dst, n);
