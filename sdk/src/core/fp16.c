@@ -115,6 +115,10 @@ void fv_f32_to_f16_n(const float *src, fv_half *dst, size_t n) {
 }
 #elif defined(__aarch64__) && defined(__GNUC__)
 void fv_f32_to_f16_n(const float *src, fv_half *dst, size_t n) {
+    if (n < 64) { /* as on x86: short arrays take the portable loop */
+        f32_to_f16_loop(src, dst, n);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         __fp16 h = (__fp16)src[i]; /* FCVT: round to nearest even (FPCR default) */
         memcpy(&dst[i], &h, 2);
