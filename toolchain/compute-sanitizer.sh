@@ -5,6 +5,11 @@
 # Usage: toolchain/compute-sanitizer.sh [BUILD_DIR [OUTDIR]]
 #   FV_SANITIZER_TOOLS  tools to run (default: memcheck racecheck initcheck synccheck)
 #   FV_SANITIZER_TIMEOUT  seconds per program and tool (default 300)
+#   FV_SANITIZER_TESTS    ctest -R regex of the gpu tests to run (default: all)
+#   FV_SANITIZER_EXCLUDE  ctest -E regex of gpu tests to leave out (default: none)
+#   FV_SANITIZER_DEADLINE seconds after which no further program is started;
+#                         those left are listed as "not run" (default: none), so
+#                         that a device call ends inside its limit
 # FV_TEST_QUICK=1 is exported: GPU tests that read it run less (test_gpu_conv: no
 # autotuning), so that every tool finishes inside one 10-minute device call.
 # memcheck: the intentional out-of-memory test's cudaMalloc failure is an API
@@ -20,12 +25,17 @@ cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 [ -x "$cs" ] || { echo "compute-sanitizer not found (CUDA toolkit's bin/)"; exit 2; }
 export FV_TEST_QUICK=1
 # name<TAB>command... of every gpu-labelled test, from ctest's own list
-mapfile -t tests < <(cd "$build" && ctest -L gpu --show-only=json-v1 | python3 -c '
+sel=(-L gpu)
+[ -n "${FV_SANITIZER_TESTS:-}" ] && sel+=(-R "$FV_SANITIZER_TESTS")
+[ -n "${FV_SANITIZER_EXCLUDE:-}" ] && sel+=(-E "$FV_SANITIZER_EXCLUDE")
+mapfile -t tests < <(cd "$build" && ctest "${sel[@]}" --show-only=json-v1 | python3 -c '
 import json, shlex, sys
 for t in json.load(sys.stdin)["tests"]:
     if "command" in t:
         print(t["name"] + "\t" + " ".join(shlex.quote(c) for c in t["command"]))')
 fail=0
+t0=$(date +%s)
+deadline=${FV_SANITIZER_DEADLINE:-0}
 for tool in $tools; do
   extra=()
   [ "$tool" = memcheck ] && extra=(--report-api-errors no --leak-check full)
@@ -34,6 +44,12 @@ for tool in $tools; do
     cmd=${line#*$'\t'}
     log="$out/$tool-$name.log"
     start=$(date +%s)
+    if [ "$deadline" -gt 0 ] && [ $((start - t0)) -ge "$deadline" ]; then
+      printf '%-10s %-28s not run (deadline %d s)\n' "$tool" "$name" "$deadline" |
+        tee -a "$out/summary.txt"
+      fail=1
+      continue
+    fi
     # shellcheck disable=SC2086
     (cd "$build" && eval timeout "$limit" "$cs" --tool "$tool" --error-exitcode 99 \
       "${extra[@]}" $cmd) >"$log" 2>&1

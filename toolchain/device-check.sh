@@ -5,6 +5,7 @@
 # Debian .deb files of cmocka, libpng and libjpeg in .deps/: they are
 # unpacked under /tmp/fv-deps and used from there.
 set -uo pipefail
+t_start=$(date +%s)
 out=${1:-${OUT:-/tmp/fv-out}}
 mkdir -p "$out"
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,11 +19,25 @@ cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFV_WERROR=ON -DCMAKE_CUDA_A
   ${CUDNN_ROOT:+-DCUDNN_ROOT=$CUDNN_ROOT} "${extra[@]}" 2>&1 | tee "$out/configure.log" | grep -E "fovea|cuDNN|CUDA|Error" 
 cmake --build build-gpu -j"$(nproc)" -- -k 2>&1 | tee "$out/build.log" | grep -E "error|warning|Error" | head -40
 echo "build: $(( $(date +%s) - start )) s"
-(cd build-gpu && ctest -L unit --output-on-failure 2>&1 | tee "$out/unit.log" | tail -15)
-(cd build-gpu && ctest -L gpu --output-on-failure -V 2>&1 | tee "$out/gpu.log" | grep -vE "^[0-9]+: \[ +(RUN|OK) |build-gpu/tests" | tail -80)
+# FV_UNIT=0 / FV_GPU=0 leave out the unit / gpu label (FV_TEST_QUICK=1: the
+# GPU tests' short lists, as under the sanitizers).
+if [ "${FV_UNIT:-1}" != 0 ]; then
+  (cd build-gpu && ctest -L unit --output-on-failure 2>&1 | tee "$out/unit.log" | tail -15)
+fi
+if [ "${FV_GPU:-1}" != 0 ]; then
+  (cd build-gpu && ctest -L gpu --output-on-failure -V 2>&1 | tee "$out/gpu.log" |
+    grep -vE "^[0-9]+: \[ +(RUN|OK) |build-gpu/tests" | tail -80)
+  grep -E "tests passed|Test +#.*(Failed|Not Run|Timeout)|Total Test time" "$out/gpu.log"
+fi
 # FV_SANITIZER=1: the GPU tests under compute-sanitizer (memcheck, racecheck,
 # initcheck, synccheck; FV_SANITIZER_TOOLS picks), summary in $out/sanitizer.
+# FV_DEADLINE (seconds from this script's start): the sanitizer starts no
+# program after it, so that one device call ends inside its limit.
 if [ -n "${FV_SANITIZER:-}" ]; then
+  if [ -n "${FV_DEADLINE:-}" ]; then
+    left=$((FV_DEADLINE - ($(date +%s) - t_start)))
+    export FV_SANITIZER_DEADLINE=$((left > 1 ? left : 1))
+  fi
   toolchain/compute-sanitizer.sh build-gpu "$out/sanitizer" 2>&1 | tail -60
 fi
 if [ -x build-gpu/apps/bench/fovea-bench ] && [ -n "${FV_BENCH:-}" ]; then

@@ -20,6 +20,11 @@ void fv_test_check_status(const char *expr, fv_status got, fv_status want, const
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
+int fv_test_quick(void) {
+    const char *q = getenv("FV_TEST_QUICK");
+    return q && *q && strcmp(q, "0") != 0;
+}
+
 void fv_test_seed(uint64_t seed) {
     rng_state = seed ? seed : 0x9E3779B97F4A7C15ull;
 }

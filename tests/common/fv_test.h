@@ -32,6 +32,9 @@ void fv_test_check_status(const char *expr, fv_status got, fv_status want, const
 
 /* Deterministic random numbers (xorshift64*), seeded per test. */
 void fv_test_seed(uint64_t seed);
+/* FV_TEST_QUICK set and not "0" (toolchain/compute-sanitizer.sh): GPU tests
+ * run shorter lists, so that every sanitizer finishes inside one device call */
+int fv_test_quick(void);
 uint64_t fv_test_rand_u64(void);
 float fv_test_rand_uniform(float lo, float hi); /* [lo, hi) */
 void fv_test_fill_uniform(float *x, size_t n, float lo, float hi);

@@ -1254,9 +1254,8 @@ int main(void) {
     };
     /* FV_TEST_FILTER (e.g. "residual*"): only the tests it matches */
     if (getenv("FV_TEST_FILTER")) cmocka_set_test_filter(getenv("FV_TEST_FILTER"));
-    const char *q = getenv("FV_TEST_QUICK");
-    int r = q && *q && strcmp(q, "0") != 0 ? cmocka_run_group_tests(quick, NULL, NULL)
-                                           : cmocka_run_group_tests(tests, NULL, NULL);
+    int r = fv_test_quick() ? cmocka_run_group_tests(quick, NULL, NULL)
+                            : cmocka_run_group_tests(tests, NULL, NULL);
     fv_context_destroy(cpu);
     fv_context_destroy(gpu);
     return r;
