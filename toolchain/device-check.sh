@@ -16,7 +16,7 @@ source toolchain/device-deps.sh && fv_device_deps
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.used --format=csv | tee "$out/gpu.txt"
 start=$(date +%s)
 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DFV_WERROR=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  ${CUDNN_ROOT:+-DCUDNN_ROOT=$CUDNN_ROOT} "${extra[@]}" 2>&1 | tee "$out/configure.log" | grep -E "fovea|cuDNN|CUDA|Error" 
+  -DFV_TEST_PYTHON="$(command -v python3)" ${CUDNN_ROOT:+-DCUDNN_ROOT=$CUDNN_ROOT} "${extra[@]}" 2>&1 | tee "$out/configure.log" | grep -E "fovea|cuDNN|CUDA|Error" 
 cmake --build build-gpu -j"$(nproc)" -- -k 2>&1 | tee "$out/build.log" | grep -E "error|warning|Error" | head -40
 echo "build: $(( $(date +%s) - start )) s"
 # FV_UNIT=0 / FV_GPU=0 leave out the unit / gpu label (FV_TEST_QUICK=1: the

@@ -20,6 +20,13 @@
 # It prints each program's samples (at most 30 rows, evenly spaced, and the
 # last) and a line of figures: frames, seconds, RSS baseline/end/peak.
 #
+# On a GPU (FV_SOAK_BACKEND=cuda) the GPU's memory in use (nvidia-smi) is
+# sampled beside the RSS and must stay within FV_SOAK_GPU_BOUND_MB (default 2)
+# of its baseline; FV_SOAK_SIZE (WxH, default 64x48; 1920x1080 for the
+# issue's GPU soak) sets the frames, and FV_SOAK_ENGINES (default "auto")
+# the fovea-edge filter engines to soak one after the other (auto, fused,
+# direct, conv), each for EDGE_FRAMES frames.
+#
 # Usage: toolchain/soak.sh [BUILD_DIR [EDGE_FRAMES [INFER_FRAMES]]]
 #   BUILD_DIR: build (with the apps built); EDGE_FRAMES: 1000000;
 #   INFER_FRAMES: EDGE_FRAMES / 10. 0 skips that program.
@@ -33,6 +40,17 @@ edge_frames=${2:-1000000}
 infer_frames=${3:-$((edge_frames / 10))}
 warmup=${FV_SOAK_WARMUP_S:-3}
 bound_kb=${FV_SOAK_BOUND_KB:-2048}
+backend=${FV_SOAK_BACKEND:-cpu}
+size=${FV_SOAK_SIZE:-64x48}
+engines=${FV_SOAK_ENGINES:-auto}
+gpu_bound_mb=${FV_SOAK_GPU_BOUND_MB:-2}
+case $backend in cpu | cuda) ;; *) echo "soak: FV_SOAK_BACKEND=$backend: use cpu or cuda" >&2; exit 2 ;; esac
+case $size in [1-9]*x[1-9]*) ;; *) echo "soak: FV_SOAK_SIZE=$size: use WxH" >&2; exit 2 ;; esac
+width=${size%x*} height=${size#*x}
+gpu_mem() { # MiB in use on GPU 0, or nothing where nvidia-smi cannot tell
+  [ "$backend" = cuda ] || return 0
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -d ' '
+}
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 for v in "$edge_frames" "$infer_frames" "$warmup" "$bound_kb"; do
   case $v in '' | *[!0-9]*)
@@ -72,7 +90,7 @@ soak() {
     line=$(awk '/^VmRSS:/ {r = $2} /^VmHWM:/ {h = $2} END {if (r != "") print r, h}' \
       "/proc/$pid/status" 2>/dev/null || true)
     [ -n "$line" ] || break
-    echo "$(date +%s.%N) $line" >>"$samples"
+    echo "$(date +%s.%N) $line $(gpu_mem)" >>"$samples"
     sleep 1
   done
   wait "$pid" || rc=$?
@@ -98,16 +116,16 @@ soak() {
   # The table and the verdict on memory, from the samples.
   local verdict
   verdict=$(awk -v t0="$t0" -v t1="$t1" -v warm="$warmup" -v bound="$bound_kb" \
-    -v name="$name" -v frames="$frames" '
-    { t[NR] = $1 - t0; rss[NR] = $2; hwm[NR] = $3 }
+    -v name="$name" -v frames="$frames" -v gbound="$gpu_bound_mb" '
+    { t[NR] = $1 - t0; rss[NR] = $2; hwm[NR] = $3; g[NR] = $4 }
     END {
       n = NR; base = 0
       for (i = 1; i <= n; i++) if (t[i] >= warm) { base = i; break }
       step = n > 30 ? int((n + 29) / 30) : 1
-      printf "  %8s %12s %12s\n", "t (s)", "VmRSS (kB)", "VmHWM (kB)" > "/dev/stderr"
+      printf "  %8s %12s %12s %12s\n", "t (s)", "VmRSS (kB)", "VmHWM (kB)", "GPU (MiB)" > "/dev/stderr"
       for (i = 1; i <= n; i++)
         if ((i - 1) % step == 0 || i == n || i == base)
-          printf "  %8.1f %12d %12d%s\n", t[i], rss[i], hwm[i], (i == base ? "  <- baseline" : "") > "/dev/stderr"
+          printf "  %8.1f %12d %12d %12s%s\n", t[i], rss[i], hwm[i], (g[i] == "" ? "-" : g[i]), (i == base ? "  <- baseline" : "") > "/dev/stderr"
       if (base == 0 || n - base + 1 < 3) {
         printf "FAIL %d samples after the %d s warm-up (fewer than 3): run more frames\n", base ? n - base + 1 : 0, warm
         exit
@@ -115,12 +133,19 @@ soak() {
       peak = 0
       for (i = base; i <= n; i++) if (rss[i] > peak) peak = rss[i]
       grew = rss[n] - rss[base]
-      printf "%s %s: %d frames in %.1f s (%.0f/s); RSS after warm-up %d kB, at the end %d kB (%+d kB, bound %d kB), peak after warm-up %d kB, VmHWM %d kB\n", \
-        (grew > bound ? "FAIL" : "ok"), name, frames, t1 - t0, frames / (t1 - t0), rss[base], rss[n], grew, bound, peak, hwm[n]
+      gtxt = ""; gbad = 0
+      if (g[base] != "" && g[n] != "") {
+        gmax = 0
+        for (i = base; i <= n; i++) if (g[i] - g[base] > gmax) gmax = g[i] - g[base]
+        gbad = gmax > gbound
+        gtxt = sprintf("; GPU memory after warm-up %d MiB, at most %+d MiB above it (bound %d MiB)", g[base], gmax, gbound)
+      }
+      printf "%s %s: %d frames in %.1f s (%.0f/s); RSS after warm-up %d kB, at the end %d kB (%+d kB, bound %d kB), peak after warm-up %d kB, VmHWM %d kB%s\n", \
+        (grew > bound || gbad ? "FAIL" : "ok"), name, frames, t1 - t0, frames / (t1 - t0), rss[base], rss[n], grew, bound, peak, hwm[n], gtxt
     }' "$samples")
   case $verdict in
     FAIL*' samples after'*) why+=("${verdict#FAIL }") ;;
-    FAIL*) why+=("RSS grew past the bound") && echo "soak: ${verdict#* }" ;;
+    FAIL*) why+=("memory grew past a bound") && echo "soak: ${verdict#* }" ;;
     *) echo "soak: ${verdict#* }" ;;
   esac
   if [ ${#why[@]} -gt 0 ]; then
@@ -131,14 +156,18 @@ soak() {
 
 frames_src="test://?fps=0"
 if [ "$edge_frames" -gt 0 ]; then
-  soak fovea-edge "$edge_frames" frames_out "$build/apps/fovea-edge/fovea-edge" \
-    --backend cpu --frames "$edge_frames" --input-width 64 --input-height 48 --json --quiet \
-    "$frames_src" null://
+  for engine in $engines; do
+    name=fovea-edge
+    [ "$engines" = auto ] || name=fovea-edge-$engine
+    soak "$name" "$edge_frames" frames_out "$build/apps/fovea-edge/fovea-edge" \
+      --backend "$backend" --engine "$engine" --frames "$edge_frames" --input-width "$width" \
+      --input-height "$height" --json --quiet "$frames_src" null://
+  done
 fi
 if [ "$infer_frames" -gt 0 ]; then
   soak fovea-infer "$infer_frames" batches "$build/apps/fovea-infer/fovea-infer" \
-    --backend cpu --frames "$infer_frames" --input "$frames_src" --input-width 64 \
-    --input-height 48 --model "$root/tests/models/fashion_mnist/fashion_mnist.onnx" --json \
+    --backend "$backend" --frames "$infer_frames" --input "$frames_src" --input-width "$width" \
+    --input-height "$height" --model "$root/tests/models/fashion_mnist/fashion_mnist.onnx" --json \
     --quiet null://
 fi
 if [ $fail -ne 0 ]; then

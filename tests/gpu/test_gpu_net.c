@@ -414,7 +414,8 @@ static void test_residual_graph_compare(void **state) {
     FV_ASSERT_OK(fv_net_forward(eager));
     fv_pool_stats s0, s1;
     FV_ASSERT_OK(fv_pool_stats_get(fv_context_pool(g_gpu, FV_POOL_DEVICE), &s0));
-    for (int i = 0; i < 10000; i++)
+    const int runs = fv_test_quick() ? 100 : 10000; /* quick: the sanitizers */
+    for (int i = 0; i < runs; i++)
         FV_ASSERT_OK(fv_net_forward(graph));
     FV_ASSERT_OK(fv_net_output_download(eager, 0, r, n));
     FV_ASSERT_OK(fv_net_output_download(graph, 0, a, n));
