@@ -174,42 +174,14 @@ static int cudnn_formulations(const fv_conv2d *op, fv__conv_form *out, int all, 
     return n;
 }
 
-/* Where weight (k, filter row r, position pos = s * wc + c in the row) goes;
- * row: the positions of a filter row (S * wc, or kr for the direct kernel). */
-static size_t weight_index(const fv__conv_form *f, int rows, size_t row, int k, int r, size_t pos) {
-    if (f->kr) return (((size_t)r * (f->kp / 8) + k / 8) * f->kr + pos) * 8 + k % 8;
-    return ((size_t)k * rows + r) * row + pos;
-}
-
-/* KCRS (FP16, converted) -> [kp][r][s][wc] for form f (zero outside the op's groups
- * and in the padding); the direct kernel's forms: [r][kp / 8][kr][8]
- * (kernels/conv_direct.cuh; in pairs, tap s at fv__conv_direct_pair_pos). */
-static void pack_weights(const fv_conv2d *op, const fv__conv_form *f, const fv_half *w,
-                         fv_half *out) {
-    const fv_conv2d_desc *d = &op->desc;
-    int cg = d->c / d->groups, kg = d->k / d->groups;
-    size_t row = f->kr ? (size_t)f->kr : (size_t)d->s * f->wc; /* per (k, filter row) */
-    memset(out, 0, (size_t)f->kp * d->r * row * sizeof *out);
-    for (int k = 0; k < d->k; k++) {
-        int g = k / kg;
-        for (int c = 0; c < cg; c++) {
-            int col = f->groups == 1 ? g * cg + c : f->wc == 1 ? 0 : c;
-            for (int r = 0; r < d->r; r++)
-                for (int s = 0; s < d->s; s++)
-                    out[weight_index(f, d->r, row, k, r,
-                                     f->pair ? (size_t)fv__conv_direct_pair_pos(s, col)
-                                             : (size_t)s * f->wc + col)] =
-                        w[(((size_t)k * cg + c) * d->r + r) * d->s + s];
-        }
-    }
-}
-
 /* Uploads weights and bias for form f into device carve-outs (set-up). */
 static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const float *weights,
                                 const float *bias, void **w, void **b) {
     const fv_conv2d_desc *d = &op->desc;
     fv_pool *dev = op->ctx->pools[FV_POOL_DEVICE];
-    size_t nw = (size_t)f->kp * d->r * (f->kr ? (size_t)f->kr : (size_t)d->s * f->wc);
+    const fv__conv_wpack wp = {d->k,      d->c,  d->r,  d->s,  d->groups,
+                               f->groups, f->wc, f->kp, f->kr, f->pair};
+    size_t nw = fv__conv_wpack_count(&wp);
     *w = *b = NULL;
     size_t bb = fv__conv_bias_bytes(f->kp); /* FP16, then FP32 (graph-pw) */
     /* converted once in bulk (the CPU's F16C/FCVT), then placed */
@@ -220,7 +192,7 @@ static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const flo
         return fv__error(FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory for the weights");
     }
     fv_f32_to_f16_n(weights, hsrc, nsrc);
-    pack_weights(op, f, hsrc, hw);
+    fv__conv_wpack_run(&wp, hsrc, hw);
     free(hsrc);
     unsigned char *hb = (unsigned char *)(hw + nw);
     memset(hb, 0, bb);

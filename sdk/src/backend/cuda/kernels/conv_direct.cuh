@@ -34,6 +34,7 @@
 
 #include <cuda_runtime.h>
 #include "../../../core/internal.h"
+#include "../../conv_weights.h" /* fv__conv_direct_pair_pos */
 
 #ifdef __cplusplus
 extern "C" {
@@ -76,14 +77,6 @@ fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g);
 fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x,
                               void *y, const void *w, const void *bias, fv_activation act,
                               float alpha);
-
-/* Pairs: where tap s, channel c (< 4) goes in a filter row's kr positions:
- * tap 0 first in step 0; odd taps 2j+1 the second pixel of step j's first
- * entry; even taps 2j+2 the second pixel of its second entry. */
-static inline int fv__conv_direct_pair_pos(int s, int c) {
-    if (s == 0) return c;
-    return s % 2 ? 16 * ((s - 1) / 2) + 4 + c : 16 * ((s - 2) / 2) + 12 + c;
-}
 
 #ifdef __cplusplus
 }
