@@ -672,8 +672,15 @@ static int run(options *o) {
             }
             continue;
         }
+        /* Frames land straight in the slot's input buffer (pinned, or mapped
+         * under zero copy): test:// makes them there and other sources copy
+         * once, so the upload runs from pinned memory, asynchronously. V4L2
+         * user pointers are already the GPU's mapped memory: read in place. */
         fv_source_frame fr;
-        fv_status s = fv_source_capture(src, o->low_latency ? FV_SOURCE_CAPTURE_LATEST : 0, &fr);
+        const uint32_t cf = o->low_latency ? FV_SOURCE_CAPTURE_LATEST : 0;
+        fv_status s = userptr || fv_pipeline_input(p, &slot_in) != FV_OK
+                          ? fv_source_capture(src, cf, &fr)
+                          : fv_source_capture_into(src, cf, &slot_in, &fr);
         if (s == FV_ERR_END_OF_STREAM) {
             ended = 1;
             end_reason = fv_last_error()[0] ? "input ended" : "input ended";
