@@ -26,6 +26,16 @@ fv_device_deps() {
   # against the unpacked libjpeg 62 ("Wrong JPEG library version").
   local multiarch=/tmp/fv-deps/usr/include/x86_64-linux-gnu
   [ -d "$multiarch" ] && extra+=("-DCMAKE_C_FLAGS=-I$multiarch")
+  # the tests' data (ONNX's node tests, Fashion-MNIST) is looked for under
+  # /usr/share: link the unpacked copies there where nothing is and we may
+  local d
+  for d in libonnx-testdata datasets/fashion-mnist; do
+    if [ -d "/tmp/fv-deps/usr/share/$d" ] && [ ! -e "/usr/share/$d" ] &&
+       mkdir -p "$(dirname "/usr/share/$d")" 2>/dev/null &&
+       ln -s "/tmp/fv-deps/usr/share/$d" "/usr/share/$d" 2>/dev/null; then
+      echo "linked /usr/share/$d to the unpacked copy"
+    fi
+  done
   echo "using .deps: $(ls .deps | tr '\n' ' ')"
   return 0
 }
