@@ -20,8 +20,8 @@
 # It prints each program's samples (at most 30 rows, evenly spaced, and the
 # last) and a line of figures: frames, seconds, RSS baseline/end/peak.
 #
-# On a GPU (FV_SOAK_BACKEND=cuda) the GPU's memory in use (nvidia-smi) is
-# sampled beside the RSS and must stay within FV_SOAK_GPU_BOUND_MB (default 2)
+# On a GPU (FV_SOAK_BACKEND=cuda, or FV_SOAK_GPU_MEM=1) the GPU's memory in
+# use (nvidia-smi) is sampled beside the RSS and must stay within FV_SOAK_GPU_BOUND_MB (default 2)
 # of its baseline; FV_SOAK_SIZE (WxH, default 64x48; 1920x1080 for the
 # issue's GPU soak) sets the frames, and FV_SOAK_ENGINES (default "auto")
 # the fovea-edge filter engines to soak one after the other (auto, fused,
@@ -47,8 +47,10 @@ gpu_bound_mb=${FV_SOAK_GPU_BOUND_MB:-2}
 case $backend in cpu | cuda) ;; *) echo "soak: FV_SOAK_BACKEND=$backend: use cpu or cuda" >&2; exit 2 ;; esac
 case $size in [1-9]*x[1-9]*) ;; *) echo "soak: FV_SOAK_SIZE=$size: use WxH" >&2; exit 2 ;; esac
 width=${size%x*} height=${size#*x}
+# FV_SOAK_GPU_MEM (default: 1 on cuda, else 0) samples the GPU's memory
+gpu_sample=${FV_SOAK_GPU_MEM:-$([ "$backend" = cuda ] && echo 1 || echo 0)}
 gpu_mem() { # MiB in use on GPU 0, or nothing where nvidia-smi cannot tell
-  [ "$backend" = cuda ] || return 0
+  [ "$gpu_sample" = 1 ] || return 0
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | tr -d ' '
 }
 case $build in /*) ;; *) build=$PWD/$build ;; esac

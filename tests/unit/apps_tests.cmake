@@ -101,4 +101,9 @@ if(TARGET fovea-edge AND TARGET fovea-infer AND NOT FV_SANITIZE AND NOT CMAKE_CR
   add_test(NAME soak_short
            COMMAND ${PROJECT_SOURCE_DIR}/toolchain/soak.sh ${PROJECT_BINARY_DIR} 200000 20000)
   set_tests_properties(soak_short PROPERTIES LABELS "unit;app" TIMEOUT 300)
+  # the GPU soak's memory bound, with a stand-in nvidia-smi (no GPU needed)
+  add_test(NAME soak_gpu_memory_bound
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/test_soak_gpu_memory.sh
+                   ${PROJECT_SOURCE_DIR}/toolchain/soak.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(soak_gpu_memory_bound PROPERTIES LABELS "unit;app" TIMEOUT 120)
 endif()
