@@ -2,8 +2,8 @@
 # Build, test (unit + gpu labels) and benchmark on a GPU machine in one go.
 # Usage: toolchain/device-check.sh [OUTDIR]
 # Where build dependencies cannot be installed (no package registry), put
-# Debian .deb files of cmocka, libpng and libjpeg in .deps/: they are
-# unpacked under /tmp/fv-deps and used from there.
+# the Debian .deb files that toolchain/fetch-device-debs.sh downloads in
+# .deps/: they are unpacked under /tmp/fv-deps and used from there.
 set -uo pipefail
 t_start=$(date +%s)
 out=${1:-${OUT:-/tmp/fv-out}}
