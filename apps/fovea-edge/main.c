@@ -678,9 +678,10 @@ static int run(options *o) {
          * user pointers are already the GPU's mapped memory: read in place. */
         fv_source_frame fr;
         const uint32_t cf = o->low_latency ? FV_SOURCE_CAPTURE_LATEST : 0;
-        fv_status s = userptr || fv_pipeline_input(p, &slot_in) != FV_OK
-                          ? fv_source_capture(src, cf, &fr)
-                          : fv_source_capture_into(src, cf, &slot_in, &fr);
+        /* slot_in: fetched above (can_submit means it was); the same buffer
+         * until a submit */
+        fv_status s = userptr ? fv_source_capture(src, cf, &fr)
+                              : fv_source_capture_into(src, cf, &slot_in, &fr);
         if (s == FV_ERR_END_OF_STREAM) {
             ended = 1;
             end_reason = fv_last_error()[0] ? "input ended" : "input ended";
