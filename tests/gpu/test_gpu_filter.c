@@ -461,6 +461,17 @@ static fv_filter_desc kind_desc(int i, const char **name) {
     return d;
 }
 
+/* quick (the sanitizers): engine e on kind k in every_kind... and the
+ * threshold and tiny-frame tests. DIRECT on every kind (each of its kernels;
+ * FUSED runs beside it in direct_vs_fused), CONV on one single and one
+ * paired built-in kernel and on the 15x15, AUTO and FUSED on the Laplacian
+ * (AUTO times FUSED and DIRECT on its scratch frame). */
+static int quick_skips(fv_filter_engine e, int k) {
+    if (!fv_test_quick() || e == FV_FILTER_ENGINE_DIRECT) return 0;
+    if (e == FV_FILTER_ENGINE_CONV) return k != 0 && k != 1 && k != 6;
+    return k != 0;
+}
+
 static void every_kind_format_and_output_matches_the_cpu(void **state) {
     fv_test_seed(21);
     make_kernels();
@@ -468,6 +479,7 @@ static void every_kind_format_and_output_matches_the_cpu(void **state) {
         for (int k = 0; k < 7; k++)
             for (int o = 0; o < 2; o++)
                 for (int f = 0; f < 7; f++) {
+                    if (quick_skips(engines[e], k)) continue;
                     const char *kn;
                     fv_filter_desc d = kind_desc(k, &kn);
                     const fv_pixel_format fmt = in_fmts[f];
@@ -501,6 +513,10 @@ static void threshold_overlay_gain_match_the_cpu(void **state) {
                 for (int t = 0; t < 2; t++)
                     for (int ov = 0; ov < 2; ov++)
                         for (int o = 0; o < 2; o++) {
+                            /* quick: one gain a case, in turn */
+                            if (fv_test_quick() &&
+                                (g != (ki + t + ov + o) % 3 || quick_skips(engines[e], kinds[ki])))
+                                continue;
                             const char *kn;
                             fv_filter_desc d = kind_desc(kinds[ki], &kn);
                             d.format = fmts[(ki + g + t) % 3];
@@ -548,6 +564,7 @@ static void tiny_and_odd_frames_match_the_cpu(void **state) {
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         for (int k = 0; k < 7; k += 3) /* laplacian, prewitt, custom 15x15 (bigger than frame) */
             for (int e = 0; e < ENGINES; e++) {
+                if (quick_skips(engines[e], k) && engines[e] != FV_FILTER_ENGINE_CONV) continue;
                 const char *kn;
                 fv_filter_desc d = kind_desc(k, &kn);
                 d.format = sizes[i].f, d.width = sizes[i].w, d.height = sizes[i].h;
@@ -600,6 +617,11 @@ static void direct_matches_fused_at_odd_sizes_strides_and_alignments(void **stat
             if (big && k != 0 && k != 1 && k != 8) continue;
             for (int o = 0; o < 2; o++)
                 for (int al = 0; al < (big ? 1 : 4); al++) {
+                    /* quick: small frames in one output and one alignment
+                     * a kind, in turn (every one met over the kinds) */
+                    if (fv_test_quick() && !big &&
+                        (o != (int)((i + (size_t)k) % 2) || al != (int)((i + (size_t)k) % 4)))
+                        continue;
                     const char *kn = "custom 5x5 integer";
                     fv_filter_desc d;
                     if (k < 7) {
@@ -683,6 +705,7 @@ static void a_1080p_frame_matches_the_cpu(void **state) {
                         .gain = 0.08f};
     for (int e = 0; e < ENGINES; e++) {
         if (!engine_runs(engines[e])) continue;
+        if (fv_test_quick() && engines[e] == FV_FILTER_ENGINE_AUTO) continue; /* times both */
         run_case(&d, engines[e], FV_PIXEL_GRAY8, "sobel grey 1920x1080 RGB24 -> GRAY8");
         fv_filter_desc c = d;
         c.format = FV_PIXEL_NV12, c.output = FV_FILTER_OUT_COLOR, c.overlay = 1;
@@ -715,14 +738,16 @@ static void fused_applies_allocate_nothing(void **state) {
     FV_ASSERT_OK(fv_context_synchronize(g_gpu));
     struct timespec t0, t1;
     timespec_get(&t0, TIME_UTC); /* C11 */
-    for (int i = 0; i < 100; i++)
+    const int frames = fv_test_quick() ? 10 : 100;
+    for (int i = 0; i < frames; i++)
         FV_ASSERT_OK(fv_filter_apply(f, &in, &out));
     FV_ASSERT_OK(fv_context_synchronize(g_gpu));
     timespec_get(&t1, TIME_UTC);
-    printf("fused scharr 1080p RGB24 -> GRAY8: %.4f ms per frame (host clock over 100 frames, "
+    printf("fused scharr 1080p RGB24 -> GRAY8: %.4f ms per frame (host clock over %d frames, "
            "launch overhead included)\n",
            ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) /
-               100.0);
+               frames,
+           frames);
     for (int p = 0; p < 3; p++) {
         FV_ASSERT_OK(fv_pool_stats_get(fv_context_pool(g_gpu, kinds[p]), &after[p]));
         assert_int_equal(before[p].backing_allocs, after[p].backing_allocs);
@@ -833,6 +858,8 @@ int main(void) {
         cmocka_unit_test(direct_replays_from_a_cuda_graph),
 #endif
     };
+    /* FV_TEST_FILTER (e.g. "direct_*"): only the tests it matches */
+    if (getenv("FV_TEST_FILTER")) cmocka_set_test_filter(getenv("FV_TEST_FILTER"));
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     fv_context_destroy(g_cpu);
     fv_context_destroy(g_gpu);

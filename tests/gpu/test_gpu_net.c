@@ -546,6 +546,8 @@ int main(void) {
         cmocka_unit_test(test_f32_storage),  cmocka_unit_test(test_fc_cublaslt),
         cmocka_unit_test(test_concat_views),
     };
+    /* FV_TEST_FILTER (e.g. "test_fc*"): only the tests it matches */
+    if (getenv("FV_TEST_FILTER")) cmocka_set_test_filter(getenv("FV_TEST_FILTER"));
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     fv_context_destroy(g_gpu);
     return rc;

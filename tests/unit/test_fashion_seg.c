@@ -50,6 +50,11 @@ int main(int argc, char **argv) {
     }
     fclose(f);
     n -= n % BATCH;
+    /* FV_TEST_QUICK (the sanitizers): one batch, every kernel of the net
+     * once; its mean IoU is printed, not compared (the reference is over all
+     * the composites) */
+    const int quick = fv_test_quick();
+    if (quick) n = BATCH;
 
     fv_context *ctx = NULL;
     if (gpu) {
@@ -71,6 +76,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     fv_net_builder_destroy(b);
+    if (quick) printf("net created\n");
     /* the batch's frames where the backend's kernels read them */
     fv_tensor *frames = NULL;
     fv_tensor_desc fd = {.dtype = FV_DTYPE_U8, .n = BATCH, .h = S, .w = S * 3, .c = 1};
@@ -119,10 +125,11 @@ int main(int argc, char **argv) {
     for (int c = 0; c < CLASSES; c++)
         if (uni[c]) sum += (double)inter[c] / (double)uni[c], present++;
     double miou = sum / present, acc = (double)right / ((double)n * S * S);
-    printf("fashion_seg on %s: %d held-out composites: mean IoU %.4f (PyTorch %.4f), pixel "
+    printf("fashion_seg on %s: %d held-out composites: mean IoU %.4f (PyTorch %.4f%s), pixel "
            "accuracy %.4f\n",
-           gpu ? "the GPU" : "the CPU backend", n, miou, ref, acc);
-    int ok = fabs(miou - ref) <= 0.005;
+           gpu ? "the GPU" : "the CPU backend", n, miou, ref,
+           quick ? " over all of them: not compared" : "", acc);
+    int ok = quick || fabs(miou - ref) <= 0.005;
     if (!ok) fprintf(stderr, "mean IoU differs from PyTorch's by more than 0.5 points\n");
     free(logits), free(staging), free(data);
     fv_tensor_destroy(frames);
