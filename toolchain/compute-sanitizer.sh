@@ -80,7 +80,7 @@ for tool in $tools; do
       "${extra[@]}" $cmd) >"$log" 2>&1
     rc=$?
     # "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)"
-    errors=$(grep -Eo "ERROR SUMMARY: [0-9]+|\([0-9]+ errors" "$log" | tail -1 | grep -Eo "[0-9]+" || echo "?")
+    errors=$(grep -Eo "ERROR SUMMARY: [0-9]+|\([0-9]+ errors?" "$log" | tail -1 | grep -Eo "[0-9]+" || echo "?")
     verdict=ok
     case $rc in
       0 | 77) ;;                          # clean (77: the test skipped: no GPU)
