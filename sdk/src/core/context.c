@@ -151,6 +151,7 @@ fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
     fv_backend chosen = FV_BACKEND_CPU;
     if (d.backend != FV_BACKEND_CPU) {
 #if FV_BUILT_WITH_CUDA
+        fv__cudnn_preload_start();
         if (fv__cuda_usable(d.device, no_gpu, sizeof no_gpu)) {
             be = &fv__backend_cuda;
             chosen = FV_BACKEND_CUDA;
@@ -290,6 +291,9 @@ fv_status fv_context_destroy(fv_context *ctx) {
         fv__pool_destroy(ctx->pools[k]);
     ctx->be->fini(ctx);
     free(ctx);
+#if FV_BUILT_WITH_CUDA
+    fv__cudnn_preload_wait(NULL); /* no helper thread outlives the contexts */
+#endif
     return FV_OK;
 }
 

@@ -717,9 +717,9 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
         net->info.cuda_graph = 1;
     }
     fv__log(ctx, FV_LOG_INFO,
-            "net: %d layers: fusion and plan %.1f ms, weights and engines %.1f ms (slowest "
-            "'%s' %.1f ms), warm-up run %.1f ms, graph capture %.1f ms",
-            net->nlayers, t_plan - t0, t_build - t_plan,
+            "net: %d layers: builder copied %.1f ms, fusion and plan %.1f ms, weights and "
+            "engines %.1f ms (slowest '%s' %.1f ms), warm-up run %.1f ms, graph capture %.1f ms",
+            net->nlayers, net->clone_ms, t_plan - t0, t_build - t_plan,
             slowest_i >= 0 ? net->layers[slowest_i].name : "-", slowest, t_warm - t_build,
             now_ms() - t_warm);
 done:
@@ -760,7 +760,9 @@ fv_status fv_net_create(fv_context *ctx, const fv_net_builder *b, const fv_net_d
 #endif
     net->dtype = ctx->backend == FV_BACKEND_CPU ? FV_DTYPE_F32 : dt;
     net->ntensors = b->ntensors;
+    double t0 = now_ms();
     fv_status s = fv__net_builder_clone(b, &net->b);
+    net->clone_ms = now_ms() - t0;
     fv__obj_internal(1); /* the net's own tensors and conv2d ops */
     if (s == FV_OK) s = create(net, desc);
     fv__obj_internal(0);

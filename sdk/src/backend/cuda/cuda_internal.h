@@ -38,6 +38,10 @@ typedef struct fv__cuda_state {
 void fv__cuda_fc_prepare(fv_context *ctx);
 void fv__cuda_fc_join(fv_context *ctx);
 
+/* The number of cuDNN parts the preload thread (cudnn_preload.c) loaded;
+ * -1 before it was joined (fv__cudnn_preload_wait, internal.h). */
+int fv__cudnn_preload_count(void);
+
 static inline fv__cuda_state *fv__cuda_state_of(const fv_context *ctx) {
     return (fv__cuda_state *)ctx->be_state;
 }
