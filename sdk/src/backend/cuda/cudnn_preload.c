@@ -11,13 +11,15 @@
  * loaded. The handles stay open for the life of the process, as cuDNN's own
  * do. The parts are looked for beside the libcudnn the process loaded, so
  * another cuDNN on the search path is never mixed in; a part that is not
- * there is left to cuDNN, which reports what it misses when it needs it. */
+ * there is left to cuDNN, which reports what it misses when it needs it.
+ * FV_CUDNN_PRELOAD=0 in the environment turns it off. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dladdr */
 #endif
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "cuda_internal.h"
@@ -67,6 +69,8 @@ static void *preload(void *arg) {
 
 void fv__cudnn_preload_start(void) {
     pthread_mutex_lock(&pre.mu);
+    const char *off = getenv("FV_CUDNN_PRELOAD"); /* "0": off, to measure what it saves */
+    if (pre.state == 0 && off && strcmp(off, "0") == 0) pre.state = 2;
     if (pre.state == 0) {
         pre.start_ms = now_ms();
         /* no thread: the first convolution loads them, as without this */
