@@ -291,7 +291,6 @@ fv_status fv__cuda_conv2d_create(fv_conv2d *op, const float *weights, const floa
                "conv2d: the CUDA backend runs F16 tensors (the tensor-core path); F32 is "
                "supported on the CPU backend only");
     FV_TRY(fv__cuda_bind(op->ctx));
-    fv__cudnn_preload_wait(op->ctx);
     int retry = 0;
     fv_status s = create(op, weights, bias, 1, &retry);
     if (s == FV_OK && retry) s = create(op, weights, bias, 0, &retry);

@@ -75,6 +75,9 @@ bool fv__cuda_usable(int device, char *reason, size_t n) {
                  minor, MIN_SM);
         return false;
     }
+    /* cuDNN's parts load on a helper thread while CUDA makes the device's
+     * context (fv_context_create waits for them) */
+    fv__cudnn_preload_start();
     /* The kernels must have an image (SASS, or PTX it can JIT) for this GPU. */
     e = cudaSetDevice(device);
     if (e == cudaSuccess) e = fv__cuda_kernels_probe();

@@ -4,15 +4,14 @@
  * precompiled and the runtime-compiled engines, heuristics: hundreds of MB
  * with their relocations and static initializers) at their first use. In a
  * new process that first use is the first convolution a net builds, where
- * it cost 35-50 ms of the cold start (H100, 2026-11-26). The first context
- * starts a thread that dlopens those parts while the main thread creates the
- * CUDA context (which takes longer); the first convolution waits for what is
- * left. dlopen counts references, so cuDNN's own dlopen later finds each part
- * loaded. The handles stay open for the life of the process, as cuDNN's own
- * do. The parts are looked for beside the libcudnn the process loaded, so
- * another cuDNN on the search path is never mixed in; a part that is not
- * there is left to cuDNN, which reports what it misses when it needs it.
- * FV_CUDNN_PRELOAD=0 in the environment turns it off. */
+ * it cost 35-50 ms of the cold start (H100, 2026-11-26). Once a GPU is
+ * found, a thread dlopens those parts while the main thread creates the CUDA
+ * context (which takes longer); fv_context_create joins it before it
+ * returns, so no thread outlives that call. dlopen counts references, so cuDNN's own dlopen later
+ * finds each part loaded. The handles stay open for the life of the process, as cuDNN's own do. The
+ * parts are looked for beside the libcudnn the process loaded, so another cuDNN on the search path
+ * is never mixed in; a part that is not there is left to cuDNN, which reports what it misses when
+ * it needs it. FV_CUDNN_PRELOAD=0 in the environment turns it off. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dladdr */
 #endif
