@@ -879,3 +879,38 @@ fv_status fv_net_layer_info_get(const fv_net *net, int i, fv_net_layer_info *out
     out->bytes = t->tview.shape.bytes;
     return FV_OK;
 }
+
+/* The bytes a layer moves for tensor t: its stored bytes (channel padding
+ * included), or a concat slice's own channels. */
+static size_t moved(const fv_net *net, int t) {
+    const fv__ntensor *x = &net->tensors[t];
+    return x->host >= 0 ? x->tview.shape.dense_bytes : x->tview.shape.bytes;
+}
+
+fv_status fv_net_layer_traffic(const fv_net *net, int i, size_t *read, size_t *written) {
+    FV_REQUIRE(net, FV_ERR_BAD_PARAM, "fv_net_layer_traffic: net is NULL");
+    FV_REQUIRE(i >= 0 && i < net->nlayers, FV_ERR_BAD_PARAM,
+               "fv_net_layer_traffic: layer %d, the net has %d", i, net->nlayers);
+    const fv__nlayer *l = &net->layers[i];
+    const fv__ntensor *T = net->tensors;
+    size_t r = 0, w = 0;
+    if (l->kind == FV__L_CONCAT) { /* the inputs it copies; views were written by their producers */
+        for (int j = 0; j < l->b->nin; j++) {
+            int t = l->b->in[j];
+            if (T[t].host == l->out) continue;
+            r += moved(net, t);
+            w += T[t].tview.shape.dense_bytes;
+        }
+    } else if (!(l->kind == FV__L_RESHAPE && l->alias)) {
+        if (l->kind == FV__L_SLICE) /* the channels it copies */
+            r = T[l->out].tview.shape.dense_bytes;
+        else if (l->in[0] >= 0)
+            r = moved(net, l->in[0]);
+        if (l->kind == FV__L_BINARY && l->in[1] != l->in[0]) r += moved(net, l->in[1]);
+        if (l->kind == FV__L_CONV && l->res >= 0) r += moved(net, l->res);
+        w = moved(net, l->out);
+    }
+    if (read) *read = r;
+    if (written) *written = w;
+    return FV_OK;
+}
