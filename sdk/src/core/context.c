@@ -168,11 +168,6 @@ static fv_status create(const fv_context_desc *desc_in, fv_context **out) {
         if (fv__cuda_usable(d.device, no_gpu, sizeof no_gpu)) {
             be = &fv__backend_cuda;
             chosen = FV_BACKEND_CUDA;
-        } else {
-            /* no CUDA context will wait for the helper: a process that
-             * exits now would unload cuDNN under its dlopen (a crash in
-             * cuDNN's finalizers) */
-            fv__cudnn_preload_wait(NULL);
         }
 #else
         snprintf(no_gpu, sizeof no_gpu, "this fovea was built without CUDA/cuDNN (CPU-only build)");
