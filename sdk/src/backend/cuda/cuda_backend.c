@@ -137,6 +137,8 @@ static fv_status fill_info(fv_context *ctx, fv__cuda_state *st) {
     in->sm_major = major;
     in->sm_minor = minor;
     st->sm = major * 10 + minor;
+    const char *no_pdl = getenv("FV_NO_PDL");
+    st->pdl = major >= 9 && !(no_pdl && strcmp(no_pdl, "1") == 0);
     FV_CUDA_TRY(cudaDeviceGetAttribute(&in->multiprocessors, cudaDevAttrMultiProcessorCount, dev));
     FV_CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrIntegrated, dev));
     in->integrated = v != 0;

@@ -10,8 +10,12 @@
 
 typedef struct fv__cuda_state {
     int device;
-    int sm;                   /* major * 10 + minor */
-    int can_map_host;         /* cudaDevAttrCanMapHostMemory */
+    int sm;           /* major * 10 + minor */
+    int can_map_host; /* cudaDevAttrCanMapHostMemory */
+    /* epilogues launch as programmatic dependents of the convolution before
+     * them (SM 9.0+), unless FV_NO_PDL=1 in the environment (compute-
+     * sanitizer's racecheck stalled on them) */
+    int pdl;
     cudaStream_t stream;      /* compute: every op, kernel and copy2d */
     cudaStream_t own_stream;  /* the context's own compute stream; stream may be the caller's */
     cudaStream_t copy_stream; /* uploads/downloads overlapped with compute */
