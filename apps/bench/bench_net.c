@@ -7,8 +7,13 @@
  * after warm-up, median of --iters. Optionally the per-layer table of
  * fv_net_profile. net_vs_pytorch.py runs it beside PyTorch.
  *
+ * After the timing table, the net's physical floors on this GPU and the
+ * graph replay's time over them (bench_net_floor.h). With --sms 8,16, the
+ * graph net again on CUDA green-context slices of that many SMs, with the
+ * Orin estimates of bench_slice.c.
+ *
  * On the CPU backend (--backend cpu) the same runs, timed by the wall clock
- * (no graph there: both variants run the same way). */
+ * (no graph there: both variants run the same way); no floors, no slices. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +23,8 @@
 #include "fovea/net.h"
 #include "fv_cli.h"
 #include "net_models.h"
+#include "bench_net_floor.h"
+#include "bench_slice.h"
 #if FV_BUILT_WITH_CUDA
 #include "fovea/fovea_cuda.h"
 #endif
@@ -26,6 +33,7 @@ int bench_cmd_net(int argc, char **argv);
 
 typedef struct bn_opts {
     const char *model, *weights, *io, *json, *profile;
+    const char *sms; /* --sms 8,16: green-context slices; NULL none */
     int batch, size, iters, warmup, autotune, layer_runs;
     int cold; /* --cold: time the first and the 100th inference of the graph net */
     fv_backend backend;
@@ -50,6 +58,19 @@ typedef struct bn_variant {
     fv_net_info info;
     double first_ms, hundredth_ms; /* --cold: wall-clock, launch to results */
 } bn_variant;
+
+/* --sms: the graph net on green-context slices (run_slices). */
+typedef struct bn_slices {
+    int n; /* slices asked */
+    int want[BENCH_MAX_SLICES], got[BENCH_MAX_SLICES];
+    double ms[BENCH_MAX_SLICES];        /* a graph net made on the slice; NAN: not timed */
+    double replay_ms[BENCH_MAX_SLICES]; /* the full GPU's graph on the slice's stream */
+    char why[BENCH_MAX_SLICES][200];    /* why a slice was not timed */
+    double full_ms, mhz, bytes;
+    int full_sms;
+    bench_orin_estimate orin[BENCH_ORINS];
+    char skipped[200]; /* why none ran; "" when they did */
+} bn_slices;
 
 static double now_ms(void) {
     struct timespec t;
@@ -208,8 +229,85 @@ static void json_num(FILE *f, double v) {
         fprintf(f, "null");
 }
 
+/* The floors (bench_net_floor.h): the net's bytes and FLOPs always; the
+ * GPU's rates, ms and ratio null when not measured. */
+static void json_floors(FILE *f, const bn_floor *fl) {
+    const double nan = NAN;
+    fprintf(f, ",\n  \"flop\": %.9g, \"dram_fused_bytes\": %.0f, \"dram_layer_bytes\": %.0f",
+            fl->flop, fl->fused_bytes, fl->layer_bytes);
+    fprintf(f, ",\n  \"dram_floor_ms\": ");
+    json_num(f, fl->measured ? fl->dram_ms : nan);
+    fprintf(f, ", \"dram_layer_floor_ms\": ");
+    json_num(f, fl->measured ? fl->layer_ms : nan);
+    fprintf(f, ", \"tc_floor_ms\": ");
+    json_num(f, fl->measured ? fl->tc_ms : nan);
+    fprintf(f, ", \"floor_ms\": ");
+    json_num(f, fl->measured ? fl->floor_ms : nan);
+    fprintf(f, ", \"floor_ratio\": ");
+    json_num(f, fl->measured ? fl->ratio : nan);
+    fprintf(f, ", \"floor_bound\": ");
+    if (fl->measured)
+        json_str(f, fl->bound);
+    else
+        fprintf(f, "null");
+    fprintf(f,
+            ",\n  \"floors\": {\"measured\": %s, \"dram_gbps\": ", fl->measured ? "true" : "false");
+    json_num(f, fl->measured ? fl->dram_gbps : nan);
+    fprintf(f, ", \"tc_tflops\": ");
+    json_num(f, fl->measured ? fl->tc_tflops : nan);
+    fprintf(f, ", \"gemm\": %d, \"why\": ", fl->measured ? fl->gemm : 0);
+    if (fl->measured)
+        fprintf(f, "null");
+    else
+        json_str(f, fl->why);
+    fprintf(f, "}");
+}
+
+/* --sms: each slice's time, the full GPU's graph on its stream, the Orin estimates. */
+static void json_slices(FILE *f, const bn_slices *S) {
+    fprintf(f, ",\n  \"slices\": {\"skipped\": ");
+    if (S->skipped[0]) {
+        json_str(f, S->skipped);
+        fprintf(f, "}");
+        return;
+    }
+    fprintf(f, "null, \"full_sms\": %d, \"mhz\": %.0f, \"bytes\": %.0f, \"full_ms\": ", S->full_sms,
+            S->mhz, S->bytes);
+    json_num(f, S->full_ms);
+    fprintf(f, ",\n    \"sms\": [");
+    for (int i = 0; i < S->n; i++) {
+        fprintf(f, "%s\n      {\"asked\": %d, \"given\": %d, \"ms\": ", i ? "," : "", S->want[i],
+                S->got[i]);
+        json_num(f, S->ms[i]);
+        fprintf(f, ", \"full_graph_on_slice_ms\": ");
+        json_num(f, S->replay_ms[i]);
+        fprintf(f, ", \"why\": ");
+        if (isfinite(S->ms[i]))
+            fprintf(f, "null");
+        else
+            json_str(f, S->why[i]);
+        fprintf(f, "}");
+    }
+    fprintf(f, "],\n    \"orin\": [");
+    for (int k = 0; k < BENCH_ORINS; k++) {
+        const bench_orin_estimate *e = &S->orin[k];
+        fprintf(f, "%s\n      {\"name\": ", k ? "," : "");
+        json_str(f, e->name);
+        fprintf(f, ", \"sms\": %d, \"mhz\": %.0f, \"gbps\": %.1f, \"sm_ms\": ", e->sms, e->mhz,
+                e->gbps);
+        json_num(f, e->sm_ms);
+        fprintf(f, ", \"dram_ms\": ");
+        json_num(f, e->dram_ms);
+        fprintf(f, ", \"ms\": ");
+        json_num(f, e->ms);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]}");
+}
+
 static int write_json(const bn_opts *o, const fv_context_info *ci, const fv_models_net *mi,
-                      const bn_variant *v, int nv, const bn_layers *L, const char *profile_note) {
+                      const bn_variant *v, int nv, const bn_layers *L, const char *profile_note,
+                      const bn_floor *fl, const bn_slices *S) {
     FILE *f = fopen(o->json, "w");
     if (!f) {
         perror(o->json);
@@ -263,6 +361,8 @@ static int write_json(const bn_opts *o, const fv_context_info *ci, const fv_mode
                 n->inplace, i + 1 < nv ? "," : "");
     }
     fprintf(f, "  }");
+    json_floors(f, fl);
+    if (S) json_slices(f, S);
     if (L && L->n) {
         fprintf(f, ",\n  \"layer_profile\": {\"total_ms\": %.6f, \"layers\": [\n", L->total);
         for (int i = 0; i < L->n; i++) {
@@ -303,6 +403,8 @@ static int parse(int argc, char **argv, bn_opts *o) {
             o->json = v;
         else if (!strcmp(a, "--profile") && v)
             o->profile = v;
+        else if (!strcmp(a, "--sms") && v)
+            o->sms = v;
         else if (!strcmp(a, "--batch") && v)
             bad = fv_cli_long(v, 1, 4096, &x), o->batch = (int)x;
         else if (!strcmp(a, "--size") && v)
@@ -339,6 +441,10 @@ static int parse(int argc, char **argv, bn_opts *o) {
         fprintf(stderr, "fovea-bench net: --model and --weights are required\n");
         return 1;
     }
+#if FV_BUILT_WITH_CUDA
+    int want[BENCH_MAX_SLICES];
+    if (o->sms && bench_slice_list("net", o->sms, want, BENCH_MAX_SLICES) < 0) return 1;
+#endif
     return 0;
 }
 
@@ -366,24 +472,34 @@ static int make_variant(fv_context *ctx, fv_models_arch arch, const fv_models_fi
                         const fv_models_file *io, const bn_opts *o, bn_variant *x,
                         fv_models_net *mi, int tune, int cold) {
     fv_net_desc nd = {.flags = x->flags | (tune ? FV_NET_AUTOTUNE : 0)};
-    double t0 = now_ms();
-    fv_status s = fv_models_net_create(ctx, arch, w, o->batch, o->size, o->size, &nd, &x->net, mi);
+    /* the builder (the app's part: the weights copied in) and the net's
+     * create timed apart */
+    double t0 = now_ms(), built_ms = 0;
+    fv_net_builder *b = NULL;
+    fv_status s = fv_net_builder_create(&b);
+    if (s == FV_OK) s = fv_models_build(b, arch, w, o->batch, o->size, o->size, mi);
+    built_ms = now_ms() - t0;
+    if (s == FV_OK) s = fv_net_create(ctx, b, &nd, &x->net);
+    fv_net_builder_destroy(b);
     x->create_ms = now_ms() - t0;
     if (s != FV_OK) {
         fprintf(stderr, "fovea-bench net: %s: %s\n", x->name, fv_last_error());
         return 1;
     }
+    if (cold)
+        printf("%s: builder made in %.1f ms, fv_net_create %.1f ms\n", x->name, built_ms,
+               x->create_ms - built_ms);
     if (cold) {
-        double ms = 0;
-        s = one_inference(ctx, x->net, &x->first_ms);
-        for (int i = 1; i < 99 && s == FV_OK; i++)
-            s = one_inference(ctx, x->net, &ms);
-        if (s == FV_OK) s = one_inference(ctx, x->net, &x->hundredth_ms);
+        double ms[100];
+        for (int i = 0; i < 100 && s == FV_OK; i++)
+            s = one_inference(ctx, x->net, &ms[i]);
         if (s != FV_OK) return fail_fv("fv_net_forward", s);
+        x->first_ms = ms[0], x->hundredth_ms = ms[99];
         printf("cold start (%s): net created in %.1f ms, first inference %.3f ms, 100th %.3f ms "
-               "(first / 100th %.2f); created + first inference %.1f ms\n",
+               "(first / 100th %.2f; 2nd to 5th %.3f %.3f %.3f %.3f); created + first inference "
+               "%.1f ms\n",
                x->name, x->create_ms, x->first_ms, x->hundredth_ms, x->first_ms / x->hundredth_ms,
-               x->create_ms + x->first_ms);
+               ms[1], ms[2], ms[3], ms[4], x->create_ms + x->first_ms);
     }
     if ((s = fv_net_info_get(x->net, &x->info)) != FV_OK) return fail_fv("fv_net_info_get", s);
     if (!io) {
@@ -402,6 +518,80 @@ static int make_variant(fv_context *ctx, fv_models_arch arch, const fv_models_fi
            x->check.max_abs_err, x->check.max_abs, x->ok ? "ok" : "FAIL (not timed)");
     return 0;
 }
+
+/* ---- GPU slices (--sms) ------------------------------------------------------------ */
+#if FV_BUILT_WITH_CUDA
+/* The graph net on each slice, beside full (the graph variant timed on the
+ * whole GPU); bytes: the fused DRAM floor's, for the Orin estimates.
+ *
+ * Which SMs a graph replay uses: fv_net_forward launches the net's graph on
+ * the context's current stream (fv__cuda_graph_launch: cudaGraphLaunch on
+ * fv__cuda_stream), so after fv_context_cuda_set_stream it is queued on the
+ * slice's stream. But a graph's nodes keep the context they were captured
+ * in (a kernel node's CUDA_KERNEL_NODE_PARAMS.ctx, "the context for the
+ * kernel task to run in"), and the full GPU's graph was captured on the
+ * primary context's stream: launched on the slice's stream, its kernels
+ * are ordered there yet belong to the primary context, free to use every
+ * SM. So each slice gets a graph net of its own, created (warmed up,
+ * captured) after the stream is set, with the green context current: its
+ * nodes are the slice's. The full GPU's graph is then replayed on the
+ * slice's stream too and printed beside it, a check of that reading (if
+ * it ran on the slice, it would take the slice's time, not the full
+ * GPU's). */
+static void run_slices(fv_context *ctx, fv_models_arch arch, const fv_models_file *w,
+                       const fv_models_file *io, const bn_opts *o, const fv_context_info *ci,
+                       bn_variant *full, double bytes, bn_slices *S) {
+    S->n = bench_slice_list("net", o->sms, S->want, BENCH_MAX_SLICES); /* checked by parse */
+    S->mhz = bench_slice_mhz(ci->device_index);
+    S->full_sms = ci->multiprocessors;
+    S->full_ms = full->ok ? full->t.median_ms : NAN;
+    S->bytes = bytes;
+    printf("\nGPU slices (CUDA green contexts): %s batch %d %dx%d, a graph net made on each "
+           "slice, its replay timed (CUDA events, median of %d after %d warm-up)\n",
+           o->model, o->batch, o->size, o->size, o->iters, o->warmup);
+    printf("  full GPU (%d SMs, %.0f MHz): %.4f ms\n", S->full_sms, S->mhz, S->full_ms);
+    for (int i = 0; i < S->n; i++) {
+        char *why = S->why[i];
+        const size_t wn = sizeof S->why[i];
+        bench_slice sl;
+        S->ms[i] = S->replay_ms[i] = NAN, S->got[i] = 0;
+        if (bench_slice_open(&sl, ci->device_index, S->want[i], why, wn)) {
+            printf("  %d SMs: skipped: %s\n", S->want[i], why);
+            continue;
+        }
+        S->got[i] = sl.sms;
+        fv_status s = fv_context_cuda_set_stream(ctx, (cudaStream_t)sl.stream);
+        if (s != FV_OK) {
+            snprintf(why, wn, "fv_context_cuda_set_stream: %s", fv_last_error());
+        } else {
+            bn_variant x = {.name = "slice", .flags = FV_NET_CUDA_GRAPH};
+            fv_models_net mi;
+            bn_timing rt;
+            if (make_variant(ctx, arch, w, io, o, &x, &mi, 0, 0))
+                snprintf(why, wn, "no graph net could be made on the slice (above)");
+            else if (!x.ok)
+                snprintf(why, wn, "the slice's net failed the output check (above)");
+            else if (time_forward(ctx, x.net, o, &x.t))
+                snprintf(why, wn, "the timing failed (above)");
+            else
+                S->ms[i] = x.t.median_ms;
+            fv_net_destroy(x.net);
+            if (full->ok && time_forward(ctx, full->net, o, &rt) == 0)
+                S->replay_ms[i] = rt.median_ms;
+            fv_context_cuda_set_stream(ctx, NULL);
+        }
+        bench_slice_close(&sl);
+        if (!isfinite(S->ms[i])) {
+            printf("  %d SMs: skipped: %s\n", S->want[i], why);
+            continue;
+        }
+        printf("  %d SMs asked, %d given: %.4f ms (%.2fx the full GPU); the full GPU's graph "
+               "launched on this slice's stream: %.4f ms\n",
+               S->want[i], S->got[i], S->ms[i], S->ms[i] / S->full_ms, S->replay_ms[i]);
+    }
+    bench_slice_orin(S->mhz, bytes, S->got, S->ms, S->n, S->orin);
+}
+#endif
 
 int bench_cmd_net(int argc, char **argv) {
     bn_opts o = {.batch = 1,
@@ -424,6 +614,8 @@ int bench_cmd_net(int argc, char **argv) {
     bn_variant v[2] = {{.name = "graph", .flags = FV_NET_CUDA_GRAPH}, {.name = "eager"}};
     bn_layers L = {0};
     fv_models_net mi = {0};
+    bn_floor fl;
+    bn_slices S = {0};
     int rc = 1;
     if (fv_models_file_load(o.weights, &w) != FV_OK ||
         (o.io && fv_models_file_load(o.io, &io) != FV_OK)) {
@@ -495,14 +687,27 @@ int bench_cmd_net(int argc, char **argv) {
         "arena %.2f MiB, lower bound %.2f MiB; weights %.2f MiB; workspace %.2f MiB\n",
         (double)v[0].info.arena_bytes / (1 << 20), (double)v[0].info.arena_lower_bound / (1 << 20),
         (double)v[0].info.weight_bytes / (1 << 20), (double)v[0].info.workspace_bytes / (1 << 20));
+    if (bn_floor_of_net(v[0].net, mi.gmacs, &fl)) goto done;
+    bn_floor_measure(&fl, o.backend == FV_BACKEND_CUDA, v[0].ok ? v[0].t.median_ms : NAN);
+    bn_floor_print(&fl, o.model, o.batch);
     /* the graph net: its total is the replay, beside the sum of the layers */
     bn_variant *pv = v[0].ok ? &v[0] : &v[1];
     if (o.layer_runs > 0 && pv->ok) {
         if (profile_layers(pv->net, &pv->info, o.layer_runs, &L)) goto done;
         print_layers(&L, o.layer_runs);
     }
+    if (o.sms && o.backend != FV_BACKEND_CUDA)
+        snprintf(S.skipped, sizeof S.skipped, "the net runs on the CPU backend");
+#if FV_BUILT_WITH_CUDA
+    else if (o.sms)
+        run_slices(ctx, arch, w, io, &o, &ci, &v[0], fl.fused_bytes, &S);
+#else
+    else if (o.sms)
+        snprintf(S.skipped, sizeof S.skipped, "this fovea was built without CUDA");
+#endif
+    if (S.skipped[0]) printf("\nGPU slices (--sms) skipped: %s\n", S.skipped);
     rc = v[0].ok && v[1].ok ? 0 : 1;
-    if (o.json && write_json(&o, &ci, &mi, v, 2, &L, profile_note)) rc = 1;
+    if (o.json && write_json(&o, &ci, &mi, v, 2, &L, profile_note, &fl, o.sms ? &S : NULL)) rc = 1;
 done:
     for (int i = 0; i < 2; i++)
         fv_net_destroy(v[i].net);

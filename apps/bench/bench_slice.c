@@ -1,6 +1,6 @@
-/* fovea-bench edge --sms N[,M...]: the edge filter's GPU-only time on a slice
- * of the GPU limited to N SMs (a CUDA green context: cuDeviceGetDevResource
- * -> cuDevSmResourceSplitByCount -> cuDevResourceGenerateDesc ->
+/* fovea-bench --sms N[,M...]: fovea on a slice of the GPU limited to N SMs
+ * (a CUDA green context: cuDeviceGetDevResource ->
+ * cuDevSmResourceSplitByCount -> cuDevResourceGenerateDesc ->
  * cuGreenCtxCreate -> cuGreenCtxStreamCreate), fovea's ops queued on the
  * slice's stream through fv_context_cuda_set_stream, beside the full GPU's
  * time, and an estimate for Jetson Orin boards from them:
@@ -11,7 +11,10 @@
  * slower still. Orin figures (NVIDIA's Jetson Orin module data sheets):
  * Orin Nano 8GB: 8 SMs, 625 MHz GPU (1020 MHz in the 2024 "super" mode), 68
  * GB/s; AGX Orin 64GB: 16 SMs, 1.3 GHz, 204.8 GB/s. Where green contexts are
- * unsupported, says why and skips (no failure). */
+ * unsupported, says why and skips (no failure).
+ *
+ * The slices (bench_slice_open/close) serve edge (the filter, below) and
+ * net (bench_net.c). */
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -22,16 +25,14 @@
 #include "fovea/fovea_cuda.h"
 #include "bench_slice.h"
 
-#define MAX_SLICES 8
-
 typedef struct orin {
     const char *name;
     int sms;
     double mhz, gbps;
 } orin;
 
-static const orin orins[2] = {{"Orin Nano 8GB", 8, 625.0, 68.0},
-                              {"AGX Orin 64GB", 16, 1300.0, 204.8}};
+static const orin orins[BENCH_ORINS] = {{"Orin Nano 8GB", 8, 625.0, 68.0},
+                                        {"AGX Orin 64GB", 16, 1300.0, 204.8}};
 
 /* The driver API through the runtime's entry points, not by linking
  * libcuda: fovea-bench then starts (and its CPU benchmarks run) on machines
@@ -161,10 +162,22 @@ done:
     return rc;
 }
 
-/* One slice of n SMs: made, timed, torn down. *got: the SMs it has. */
-static int run_slice(fv_context *ctx, int device, int n, const fv_filter_desc *fd, int batch,
-                     int runs, double *ms, int *got, char *engine, size_t en, char *why,
-                     size_t wn) {
+int bench_slice_list(const char *cmd, const char *list, int *want, int max) {
+    int n = 0;
+    for (const char *p = list; *p && n < max;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 1024) {
+            fprintf(stderr, "fovea-bench %s: --sms %s: give SM counts, e.g. 8,16\n", cmd, list);
+            return -1;
+        }
+        want[n++] = (int)v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+int bench_slice_open(bench_slice *s, int device, int n, char *why, size_t wn) {
     CUdevice dev;
     CUdevResource all, part;
     CUdevResourceDesc desc;
@@ -172,7 +185,7 @@ static int run_slice(fv_context *ctx, int device, int n, const fv_filter_desc *f
     CUstream gs = NULL;
     CUcontext prev = NULL, gc = NULL;
     unsigned int groups = 1;
-    int rc = 1;
+    memset(s, 0, sizeof *s);
     memset(&all, 0, sizeof all);
     memset(&part, 0, sizeof part);
     if (!driver_load(why, wn)) return 1;
@@ -186,40 +199,97 @@ static int run_slice(fv_context *ctx, int device, int n, const fv_filter_desc *f
         !cu_ok(p_cuDevResourceGenerateDesc(&desc, &part, 1), "cuDevResourceGenerateDesc", why,
                wn) ||
         !cu_ok(p_cuGreenCtxCreate(&g, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate",
-               why, wn) ||
-        !cu_ok(p_cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0),
-               "cuGreenCtxStreamCreate", why, wn) ||
-        !cu_ok(p_cuCtxFromGreenCtx(&gc, g), "cuCtxFromGreenCtx", why, wn) ||
+               why, wn))
+        goto fail;
+    s->green = g, s->prev = prev; /* from here bench_slice_close undoes it */
+    if (!cu_ok(p_cuGreenCtxStreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0),
+               "cuGreenCtxStreamCreate", why, wn))
+        goto fail;
+    s->stream = gs;
+    if (!cu_ok(p_cuCtxFromGreenCtx(&gc, g), "cuCtxFromGreenCtx", why, wn) ||
         !cu_ok(p_cuCtxSetCurrent(gc), "cuCtxSetCurrent(green)", why, wn))
-        goto done;
-    *got = (int)part.sm.smCount;
-    fv_status s = fv_context_cuda_set_stream(ctx, (cudaStream_t)gs);
+        goto fail;
+    s->sms = (int)part.sm.smCount;
+    return 0;
+fail:
+    bench_slice_close(s);
+    return 1;
+}
+
+void bench_slice_close(bench_slice *s) {
+    if (!s->green) return;
+    if (s->prev) p_cuCtxSetCurrent((CUcontext)s->prev);
+    if (s->stream) p_cuStreamDestroy((CUstream)s->stream);
+    p_cuGreenCtxDestroy((CUgreenCtx)s->green);
+    memset(s, 0, sizeof *s);
+}
+
+void bench_slice_orin(double mhz, double bytes, const int *got, const double *ms, int n,
+                      bench_orin_estimate *est) {
+    printf("  Orin estimate: t = max(t_slice(Orin's SMs) * %.0f MHz / f_orin, %.2f MB / bw_orin)\n",
+           mhz, bytes * 1e-6);
+    for (int k = 0; k < BENCH_ORINS; k++) {
+        const orin *o = &orins[k];
+        int at = -1;
+        for (int i = 0; i < n; i++)
+            if (got[i] == o->sms && isfinite(ms[i])) at = i;
+        const double mem = bytes / (o->gbps * 1e6);
+        const double comp = at < 0 ? NAN : ms[at] * mhz / o->mhz;
+        const double t = at < 0 ? NAN : comp > mem ? comp : mem;
+        if (est)
+            est[k] = (bench_orin_estimate){.name = o->name,
+                                           .sms = o->sms,
+                                           .mhz = o->mhz,
+                                           .gbps = o->gbps,
+                                           .sm_ms = comp,
+                                           .dram_ms = mem,
+                                           .ms = t};
+        if (at < 0) {
+            printf("  %-14s (%d SMs, %.0f MHz, %.1f GB/s): no %d-SM slice timed; DRAM term %.4f "
+                   "ms\n",
+                   o->name, o->sms, o->mhz, o->gbps, o->sms, mem);
+            continue;
+        }
+        printf("  %-14s (%d SMs, %.0f MHz, %.1f GB/s): SM term %.4f ms, DRAM term %.4f ms -> "
+               "%.4f ms (%.0f fps)\n",
+               o->name, o->sms, o->mhz, o->gbps, comp, mem, t, 1e3 / t);
+    }
+}
+
+double bench_slice_mhz(int device) {
+    int khz = 0;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0.0;
+    }
+    return khz / 1e3;
+}
+
+/* One slice of n SMs: made, the filter timed on it, torn down. *got: the
+ * SMs it has. */
+static int run_slice(fv_context *ctx, int device, int n, const fv_filter_desc *fd, int batch,
+                     int runs, double *ms, int *got, char *engine, size_t en, char *why,
+                     size_t wn) {
+    bench_slice sl;
+    if (bench_slice_open(&sl, device, n, why, wn)) return 1;
+    *got = sl.sms;
+    int rc = 1;
+    fv_status s = fv_context_cuda_set_stream(ctx, (cudaStream_t)sl.stream);
     if (s != FV_OK) {
         snprintf(why, wn, "fv_context_cuda_set_stream: %s", fv_last_error());
-        goto done;
+    } else {
+        rc = time_filter(ctx, fd, batch, runs, ms, engine, en);
+        if (rc) snprintf(why, wn, "the timing failed (above)");
+        fv_context_cuda_set_stream(ctx, NULL);
     }
-    rc = time_filter(ctx, fd, batch, runs, ms, engine, en);
-    if (rc) snprintf(why, wn, "the timing failed (above)");
-    fv_context_cuda_set_stream(ctx, NULL);
-done:
-    if (prev) p_cuCtxSetCurrent(prev);
-    if (gs) p_cuStreamDestroy(gs);
-    if (g) p_cuGreenCtxDestroy(g);
+    bench_slice_close(&sl);
     return rc;
 }
 
 int bench_edge_slices(const char *list, int device, int width, int height, int batch, int runs) {
-    int want[MAX_SLICES], n = 0;
-    for (const char *p = list; *p && n < MAX_SLICES;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || v > 1024) {
-            fprintf(stderr, "fovea-bench edge: --sms %s: give SM counts, e.g. 8,16\n", list);
-            return 2;
-        }
-        want[n++] = (int)v;
-        p = *end == ',' ? end + 1 : end;
-    }
+    int want[BENCH_MAX_SLICES];
+    const int n = bench_slice_list("edge", list, want, BENCH_MAX_SLICES);
+    if (n < 0) return 2;
     fv_context *ctx = NULL;
     fv_context_desc cd = {
         .backend = FV_BACKEND_CUDA, .device = device, .device_pool_bytes = (size_t)512 << 20};
@@ -230,9 +300,7 @@ int bench_edge_slices(const char *list, int device, int width, int height, int b
     }
     fv_context_info info;
     fv_context_info_get(ctx, &info);
-    int khz = 0;
-    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device);
-    const double mhz = khz / 1e3;
+    const double mhz = bench_slice_mhz(device);
     const fv_filter_desc fd = {.kind = FV_FILTER_LAPLACIAN,
                                .width = width,
                                .height = height,
@@ -242,8 +310,8 @@ int bench_edge_slices(const char *list, int device, int width, int height, int b
     printf("\nGPU slices (CUDA green contexts): Laplacian grey %dx%d RGB24 -> RGB24, engine AUTO, "
            "GPU-only, median of %d batches of %d\n",
            width, height, runs, batch);
-    double full = NAN, slice_ms[MAX_SLICES];
-    int got[MAX_SLICES];
+    double full = NAN, slice_ms[BENCH_MAX_SLICES];
+    int got[BENCH_MAX_SLICES];
     char eng[160], why[256];
     if (time_filter(ctx, &fd, batch, runs, &full, eng, sizeof eng) == 0)
         printf("  full GPU (%d SMs, %.0f MHz): %.4f ms; %s\n", info.multiprocessors, mhz, full,
@@ -263,26 +331,7 @@ int bench_edge_slices(const char *list, int device, int width, int height, int b
             printf("  target: 1080p RGB on 8 SMs <= 1.67 ms: %.4f  %s\n", slice_ms[i],
                    slice_ms[i] <= 1.67 ? "PASS" : "MISS");
     }
-    printf("  Orin estimate: t = max(t_slice(Orin's SMs) * %.0f MHz / f_orin, %.2f MB / bw_orin)\n",
-           mhz, bytes * 1e-6);
-    for (int k = 0; k < 2; k++) {
-        const orin *o = &orins[k];
-        int at = -1;
-        for (int i = 0; i < n; i++)
-            if (got[i] == o->sms && isfinite(slice_ms[i])) at = i;
-        const double mem = bytes / (o->gbps * 1e6);
-        if (at < 0) {
-            printf("  %-14s (%d SMs, %.0f MHz, %.1f GB/s): no %d-SM slice timed; DRAM term %.4f "
-                   "ms\n",
-                   o->name, o->sms, o->mhz, o->gbps, o->sms, mem);
-            continue;
-        }
-        const double comp = slice_ms[at] * mhz / o->mhz;
-        printf("  %-14s (%d SMs, %.0f MHz, %.1f GB/s): SM term %.4f ms, DRAM term %.4f ms -> "
-               "%.4f ms (%.0f fps)\n",
-               o->name, o->sms, o->mhz, o->gbps, comp, mem, comp > mem ? comp : mem,
-               1e3 / (comp > mem ? comp : mem));
-    }
+    bench_slice_orin(mhz, bytes, got, slice_ms, n, NULL);
     fv_context_destroy(ctx);
     return 0;
 }

@@ -21,7 +21,9 @@
  * adds PyTorch and OpenCV, run_edge_bench.sh runs it on a GPU machine).
  *
  * net times whole CNNs (bench_net.c; net_vs_pytorch.py adds PyTorch,
- * run_net_bench.sh runs it on a GPU machine). */
+ * run_net_bench.sh runs it on a GPU machine), prints their floors
+ * (bench_net_floor.c) and, with --sms, times them on GPU slices
+ * (bench_slice.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,7 +344,13 @@ static const bench_cmd cmds[] = {
      "      [--profile PATH (read, then written back with this run's choices)] [--layers RUNS\n"
      "      (per-layer table, fv_net_profile)] [--tol 1e-2 (CPU 1e-4)] [--backend cuda|cpu]\n"
      "      [--device-pool-mb 2048] [--workspace-mb 0 (default)] [--json FILE]\n"
-     "      [--cold (the graph net's create, first and 100th inference, wall clock)]"},
+     "      [--cold (the graph net's create, first and 100th inference, wall clock)]\n"
+     "      then the floors (GPU, measured in the run): DRAM fused = weights + inputs +\n"
+     "      outputs once, DRAM by layer = weights + each layer's inputs and output once\n"
+     "      (a scale, not a floor), TC = 2 x MACs at the FP16 GEMM peak; graph ms over\n"
+     "      max(DRAM fused, TC), and which bounds (JSON: dram_floor_ms, tc_floor_ms, ...)\n"
+     "      [--sms 8,16] (the graph net also on CUDA green contexts of that many SMs, a net\n"
+     "      made on each, with Orin estimates; JSON: slices)"},
 };
 
 static void usage(FILE *f) {

@@ -471,6 +471,87 @@ static void test_concat_views_small(void **state) {
     small_free(&m);
 }
 
+/* ---- memory traffic ----------------------------------------------------------------- */
+/* Layer name's read and written bytes (fv_net_layer_traffic). */
+static void traffic_of(fv_net *net, const char *name, size_t *r, size_t *w) {
+    fv_net_info info;
+    FV_ASSERT_OK(fv_net_info_get(net, &info));
+    for (int i = 0; i < info.layers; i++) {
+        fv_net_layer_info li;
+        FV_ASSERT_OK(fv_net_layer_info_get(net, i, &li));
+        if (!strcmp(li.name, name)) {
+            FV_ASSERT_OK(fv_net_layer_traffic(net, i, r, w));
+            return;
+        }
+    }
+    fail_msg("no layer '%s'", name);
+}
+
+/* The UNet of fv_test_nets.h (F32 on the CPU, no channel padding): each
+ * layer's inputs and output; the upsample writes its slice of the concat,
+ * which copies only the skip. A residual add fused into its convolution
+ * reads both; x * x reads x once. */
+static void test_layer_traffic(void **state) {
+    (void)state;
+    fv_test_seed(44);
+    fv_context *ctx = fv_test_cpu_context(0);
+    fv_net_builder *b = fv_test_net_unet(2);
+    fv_net *net;
+    FV_ASSERT_OK(fv_net_create(ctx, b, NULL, &net));
+    const size_t px = 2 * 16 * 16 * 4, lo = 2 * 8 * 8 * 4; /* bytes per channel */
+    size_t r, w;
+    traffic_of(net, "enc1", &r, &w);
+    assert_int_equal(r, 3 * px);
+    assert_int_equal(w, 8 * px);
+    traffic_of(net, "down", &r, &w);
+    assert_int_equal(r, 8 * px);
+    assert_int_equal(w, 8 * lo);
+    traffic_of(net, "up", &r, &w);
+    assert_int_equal(r, 12 * lo);
+    assert_int_equal(w, 12 * px); /* its channels of the concat */
+    traffic_of(net, "cat", &r, &w);
+    assert_int_equal(r, 8 * px); /* the skip, copied */
+    assert_int_equal(w, 8 * px);
+    traffic_of(net, "dec", &r, &w);
+    assert_int_equal(r, 20 * px);
+    assert_int_equal(w, 4 * px);
+    FV_ASSERT_OK(fv_net_layer_traffic(net, 0, NULL, NULL));
+    FV_ASSERT_STATUS(fv_net_layer_traffic(net, -1, &r, &w), FV_ERR_BAD_PARAM, "layer -1");
+    FV_ASSERT_STATUS(fv_net_layer_traffic(NULL, 0, &r, &w), FV_ERR_BAD_PARAM, "NULL");
+    fv_net_info info;
+    FV_ASSERT_OK(fv_net_info_get(net, &info));
+    FV_ASSERT_STATUS(fv_net_layer_traffic(net, info.layers, &r, &w), FV_ERR_BAD_PARAM, "layer");
+    fv_net_destroy(net);
+    fv_net_builder_destroy(b);
+
+    /* x -> c1 -> c2 + c1 (relu, into c2) -> sq = y * y */
+    FV_ASSERT_OK(fv_net_builder_create(&b));
+    int x, c1, c2, y, sq;
+    FV_ASSERT_OK(fv_net_add_input(b, "x", 1, 4, 6, 6, &x));
+    float *wt = rand_floats(4 * 4 * 9, -0.2f, 0.2f);
+    fv_net_conv_desc d = {.name = "c1", .k = 4, .r = 3, .s = 3, .pad = {1, 1, 1, 1}, .weights = wt};
+    FV_ASSERT_OK(fv_net_add_conv(b, &d, x, &c1));
+    d.name = "c2";
+    FV_ASSERT_OK(fv_net_add_conv(b, &d, c1, &c2));
+    FV_ASSERT_OK(fv_net_add_binary(b, "res", FV_NET_ADD, c2, c1, FV_ACT_RELU, 0, &y));
+    FV_ASSERT_OK(fv_net_add_binary(b, "sq", FV_NET_MUL, y, y, FV_ACT_IDENTITY, 0, &sq));
+    FV_ASSERT_OK(fv_net_mark_output(b, sq, NULL));
+    FV_ASSERT_OK(fv_net_create(ctx, b, NULL, &net));
+    FV_ASSERT_OK(fv_net_info_get(net, &info));
+    assert_int_equal(info.fused_add, 1);
+    const size_t t = 4 * 6 * 6 * 4;
+    traffic_of(net, "c2", &r, &w);
+    assert_int_equal(r, 2 * t); /* c1 as input and as the residual */
+    assert_int_equal(w, t);
+    traffic_of(net, "sq", &r, &w);
+    assert_int_equal(r, t);
+    assert_int_equal(w, t);
+    free(wt);
+    fv_net_destroy(net);
+    fv_net_builder_destroy(b);
+    fv_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_random),
@@ -482,6 +563,7 @@ int main(void) {
         cmocka_unit_test(test_concat_views_producers),
         cmocka_unit_test(test_concat_views_convs),
         cmocka_unit_test(test_concat_views_small),
+        cmocka_unit_test(test_layer_traffic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

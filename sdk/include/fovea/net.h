@@ -353,6 +353,18 @@ typedef struct fv_net_layer_info {
 /* Layer i (0 .. info.layers-1) after fusion. */
 fv_status fv_net_layer_info_get(const fv_net *net, int i, fv_net_layer_info *out);
 
+/* The activation bytes layer i (0 .. info.layers-1) moves when it runs on
+ * its own, each tensor once, as stored (channel padding included): *read,
+ * its inputs (a fused residual too; a tensor read twice counts once); a
+ * concat, the inputs it copies; *written, its output (a concat, what it
+ * copies). A view (fv_net_layer_info.path "view") moves nothing; a layer
+ * writing in place into a concat counts its channels. Weights and constants
+ * are not included (fv_net_info.weight_bytes). Summed over the layers: the
+ * memory traffic of a layer-by-layer run that keeps nothing in a cache.
+ * read and written may be NULL. Returns FV_ERR_BAD_PARAM for a NULL net or
+ * a bad i. */
+fv_status fv_net_layer_traffic(const fv_net *net, int i, size_t *read, size_t *written);
+
 /* Runs the net `runs` times layer by layer with timing events between the
  * layers (after one warm-up run; synchronizes) and writes each layer's
  * median time (ms) to ms[i] (layers entries) and the median of the whole

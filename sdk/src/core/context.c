@@ -138,9 +138,23 @@ void fv_context_profile_status(const fv_context *ctx, const char **why_ignored, 
     if (entries) *entries = ctx && ctx->profile ? ctx->profile->n : 0;
 }
 
+static fv_status create(const fv_context_desc *desc_in, fv_context **out);
+
 fv_status fv_context_create(const fv_context_desc *desc_in, fv_context **out) {
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_context_create: out is NULL");
     *out = NULL;
+    fv_status s = create(desc_in, out);
+#if FV_BUILT_WITH_CUDA
+    /* cuDNN's parts, loading since the GPU was found (fv__cuda_usable) while
+     * CUDA made its context, are in by now: the helper thread never outlives
+     * this call (a process exiting under its dlopen crashed in cuDNN's
+     * finalizers) */
+    fv__cudnn_preload_wait(*out);
+#endif
+    return s;
+}
+
+static fv_status create(const fv_context_desc *desc_in, fv_context **out) {
     fv_context_desc d;
     memset(&d, 0, sizeof d);
     if (desc_in) d = *desc_in;

@@ -256,6 +256,13 @@ extern const fv__backend fv__backend_cuda;
 /* Whether a usable CUDA GPU exists (device index given); when not, reason
  * says why. Never sets the last error. */
 bool fv__cuda_usable(int device, char *reason, size_t reason_size);
+/* cuDNN's sub-libraries loaded ahead on a helper thread, to overlap the
+ * CUDA context's creation (backend/cuda/cudnn_preload.c): _start (in
+ * fv__cuda_usable, once a GPU is found) starts it once per process; _wait
+ * joins it (once; logs to ctx when not NULL) before fv_context_create
+ * returns. */
+void fv__cudnn_preload_start(void);
+void fv__cudnn_preload_wait(fv_context *ctx);
 #endif
 
 /* Activation on a float (CPU reference; alpha already normalized). */

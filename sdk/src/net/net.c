@@ -717,9 +717,9 @@ static fv_status create(fv_net *net, const fv_net_desc *desc) {
         net->info.cuda_graph = 1;
     }
     fv__log(ctx, FV_LOG_INFO,
-            "net: %d layers: fusion and plan %.1f ms, weights and engines %.1f ms (slowest "
-            "'%s' %.1f ms), warm-up run %.1f ms, graph capture %.1f ms",
-            net->nlayers, t_plan - t0, t_build - t_plan,
+            "net: %d layers: builder copied %.1f ms, fusion and plan %.1f ms, weights and "
+            "engines %.1f ms (slowest '%s' %.1f ms), warm-up run %.1f ms, graph capture %.1f ms",
+            net->nlayers, net->clone_ms, t_plan - t0, t_build - t_plan,
             slowest_i >= 0 ? net->layers[slowest_i].name : "-", slowest, t_warm - t_build,
             now_ms() - t_warm);
 done:
@@ -760,7 +760,9 @@ fv_status fv_net_create(fv_context *ctx, const fv_net_builder *b, const fv_net_d
 #endif
     net->dtype = ctx->backend == FV_BACKEND_CPU ? FV_DTYPE_F32 : dt;
     net->ntensors = b->ntensors;
+    double t0 = now_ms();
     fv_status s = fv__net_builder_clone(b, &net->b);
+    net->clone_ms = now_ms() - t0;
     fv__obj_internal(1); /* the net's own tensors and conv2d ops */
     if (s == FV_OK) s = create(net, desc);
     fv__obj_internal(0);
@@ -875,5 +877,40 @@ fv_status fv_net_layer_info_get(const fv_net *net, int i, fv_net_layer_info *out
     out->n = t->n, out->c = t->c, out->h = t->h, out->w = t->w;
     out->offset = t->offset;
     out->bytes = t->tview.shape.bytes;
+    return FV_OK;
+}
+
+/* The bytes a layer moves for tensor t: its stored bytes (channel padding
+ * included), or a concat slice's own channels. */
+static size_t moved(const fv_net *net, int t) {
+    const fv__ntensor *x = &net->tensors[t];
+    return x->host >= 0 ? x->tview.shape.dense_bytes : x->tview.shape.bytes;
+}
+
+fv_status fv_net_layer_traffic(const fv_net *net, int i, size_t *read, size_t *written) {
+    FV_REQUIRE(net, FV_ERR_BAD_PARAM, "fv_net_layer_traffic: net is NULL");
+    FV_REQUIRE(i >= 0 && i < net->nlayers, FV_ERR_BAD_PARAM,
+               "fv_net_layer_traffic: layer %d, the net has %d", i, net->nlayers);
+    const fv__nlayer *l = &net->layers[i];
+    const fv__ntensor *T = net->tensors;
+    size_t r = 0, w = 0;
+    if (l->kind == FV__L_CONCAT) { /* the inputs it copies; views were written by their producers */
+        for (int j = 0; j < l->b->nin; j++) {
+            int t = l->b->in[j];
+            if (T[t].host == l->out) continue;
+            r += moved(net, t);
+            w += T[t].tview.shape.dense_bytes;
+        }
+    } else if (!(l->kind == FV__L_RESHAPE && l->alias)) {
+        if (l->kind == FV__L_SLICE) /* the channels it copies */
+            r = T[l->out].tview.shape.dense_bytes;
+        else if (l->in[0] >= 0)
+            r = moved(net, l->in[0]);
+        if (l->kind == FV__L_BINARY && l->in[1] != l->in[0]) r += moved(net, l->in[1]);
+        if (l->kind == FV__L_CONV && l->res >= 0) r += moved(net, l->res);
+        w = moved(net, l->out);
+    }
+    if (read) *read = r;
+    if (written) *written = w;
     return FV_OK;
 }

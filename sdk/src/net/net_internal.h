@@ -123,6 +123,7 @@ struct fv_net {
     fv_tensor **in_stage, **out_stage; /* F32 staging (CUDA only; NULL on CPU) */
     void *arena;                       /* carve-out of the DEVICE pool */
     void *graph;                       /* captured forward, or NULL */
+    double clone_ms;                   /* the builder's copy, for the create log */
     fv_net_info info;
 };
 

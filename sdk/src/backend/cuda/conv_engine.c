@@ -186,9 +186,25 @@ static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const flo
     size_t bb = fv__conv_bias_bytes(f->kp); /* FP16, then FP32 (graph-pw) */
     /* converted once in bulk (the CPU's F16C/FCVT), then placed */
     size_t nsrc = (size_t)d->k * (d->c / d->groups) * d->r * d->s;
-    fv_half *hw = malloc(nw * sizeof *hw + bb), *hsrc = malloc(nsrc * sizeof *hsrc);
+    /* packed straight into the PINNED pool where it has room: the copy is
+     * then one DMA and the pages are already there (a pageable copy is
+     * staged by the driver); else host memory */
+    fv_pool *pin = op->ctx->pools[FV_POOL_PINNED];
+    void *staged = NULL;
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s", fv_last_error());
+    if (!pin || fv_pool_alloc(pin, nw * sizeof(fv_half) + bb, &staged) != FV_OK) {
+        staged = NULL;
+        fv__error(FV_OK, "%s", saved); /* a full pool is no error here */
+    }
+    fv_half *hw = staged ? staged : malloc(nw * sizeof *hw + bb);
+    fv_half *hsrc = malloc(nsrc * sizeof *hsrc);
     if (!hw || !hsrc) {
-        free(hw), free(hsrc);
+        if (staged)
+            fv_pool_free(pin, staged);
+        else
+            free(hw);
+        free(hsrc);
         return fv__error(FV_ERR_OUT_OF_MEMORY, "conv2d: out of host memory for the weights");
     }
     fv_f32_to_f16_n(weights, hsrc, nsrc);
@@ -209,7 +225,10 @@ static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const flo
         if (e == cudaSuccess) e = cudaMemcpy(*b, hb, bb, cudaMemcpyHostToDevice);
         if (e != cudaSuccess) s = fv__cuda_fail(e, "cudaMemcpy(weights)", __FILE__, __LINE__);
     }
-    free(hw);
+    if (staged)
+        fv_pool_free(pin, staged);
+    else
+        free(hw);
     if (s != FV_OK) {
         fv_pool_free(dev, *w);
         fv_pool_free(dev, *b);

@@ -61,7 +61,7 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
     cudnnHandle_t h = fv__cuda_cudnn(ctx);
     size_t pixels = (size_t)d->n * op->p * op->q;
     /* SM 9.0+: epilogues launch as programmatic dependents (no launch gap) */
-    int early = ctx->info.sm_major >= 9;
+    int early = fv__cuda_state_of(ctx)->pdl;
     if (c->path == FV__PATH_GRAPH_SPLIT) {
         FV_CUDNN_TRY(cudnnBackendExecute(h, c->plan, vp));
         return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k,

@@ -75,6 +75,9 @@ bool fv__cuda_usable(int device, char *reason, size_t n) {
                  minor, MIN_SM);
         return false;
     }
+    /* cuDNN's parts load on a helper thread while CUDA makes the device's
+     * context (fv_context_create waits for them) */
+    fv__cudnn_preload_start();
     /* The kernels must have an image (SASS, or PTX it can JIT) for this GPU. */
     e = cudaSetDevice(device);
     if (e == cudaSuccess) e = fv__cuda_kernels_probe();
@@ -134,6 +137,8 @@ static fv_status fill_info(fv_context *ctx, fv__cuda_state *st) {
     in->sm_major = major;
     in->sm_minor = minor;
     st->sm = major * 10 + minor;
+    const char *no_pdl = getenv("FV_NO_PDL");
+    st->pdl = major >= 9 && !(no_pdl && strcmp(no_pdl, "1") == 0);
     FV_CUDA_TRY(cudaDeviceGetAttribute(&in->multiprocessors, cudaDevAttrMultiProcessorCount, dev));
     FV_CUDA_TRY(cudaDeviceGetAttribute(&v, cudaDevAttrIntegrated, dev));
     in->integrated = v != 0;

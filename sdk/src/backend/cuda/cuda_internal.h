@@ -10,8 +10,12 @@
 
 typedef struct fv__cuda_state {
     int device;
-    int sm;                   /* major * 10 + minor */
-    int can_map_host;         /* cudaDevAttrCanMapHostMemory */
+    int sm;           /* major * 10 + minor */
+    int can_map_host; /* cudaDevAttrCanMapHostMemory */
+    /* epilogues launch as programmatic dependents of the convolution before
+     * them (SM 9.0+), unless FV_NO_PDL=1 in the environment (compute-
+     * sanitizer's racecheck stalled on them) */
+    int pdl;
     cudaStream_t stream;      /* compute: every op, kernel and copy2d */
     cudaStream_t own_stream;  /* the context's own compute stream; stream may be the caller's */
     cudaStream_t copy_stream; /* uploads/downloads overlapped with compute */
@@ -37,6 +41,10 @@ typedef struct fv__cuda_state {
  * lt_loading); fv__cuda_fc_join waits for it (teardown too). */
 void fv__cuda_fc_prepare(fv_context *ctx);
 void fv__cuda_fc_join(fv_context *ctx);
+
+/* The number of cuDNN parts the preload thread (cudnn_preload.c) loaded;
+ * -1 before it was joined (fv__cudnn_preload_wait, internal.h). */
+int fv__cudnn_preload_count(void);
 
 static inline fv__cuda_state *fv__cuda_state_of(const fv_context *ctx) {
     return (fv__cuda_state *)ctx->be_state;

@@ -22,7 +22,8 @@ list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/cuda_vision.c ${_fv_cuda_dir}/kernel
 # Convolution: the cuDNN graph-API engine (legacy API fallback) and its epilogue.
 list(APPEND FV_CUDA_SOURCES ${_fv_cuda_dir}/conv_engine.c ${_fv_cuda_dir}/conv_cands.c
   ${_fv_cuda_dir}/conv_graph.c ${_fv_cuda_dir}/conv_plan_cache.c
-  ${_fv_cuda_dir}/conv_tune.c ${_fv_cuda_dir}/kernels/conv_epilogue.cu
+  ${_fv_cuda_dir}/conv_tune.c ${_fv_cuda_dir}/cudnn_preload.c
+  ${_fv_cuda_dir}/kernels/conv_epilogue.cu
   ${_fv_cuda_dir}/kernels/conv_direct.cu ${_fv_cuda_dir}/kernels/conv_gemm.cu)
 # Named in the "no kernel image for this GPU" message.
 string(REPLACE ";" " " _fv_cuda_archs "${CMAKE_CUDA_ARCHITECTURES}")

@@ -80,7 +80,10 @@ static __device__ __forceinline__ uintptr_t row_start(const strip_params &p, int
 /* Issues the copies of stage g's rows (input rows ys - 1 + g * R ...) and
  * commits them as one group (empty past the strip: every thread commits the
  * same groups, so the waits count alike). Chunks without a byte of the
- * row are zero-filled, not read. */
+ * row are zero-filled, not read; in the chunks the row begins or ends in,
+ * only the row's own bytes are read (byte loads) and the rest is zero: the
+ * bytes around a row are another row's padding or past the frame, which the
+ * caller may never have written (compute-sanitizer's initcheck). */
 template <int BPP>
 static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigned char *sm, int g,
                                                   int ys, int n_in, int bx0) {
@@ -96,9 +99,15 @@ static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigne
         const int n = (int)((lo + (uintptr_t)(BW + 2) * BPP - base + 15) / 16);
         for (int c = threadIdx.x; c < n; c += T) {
             const uintptr_t at = base + 16 * (uintptr_t)c;
-            const bool inside = at < end && at + 16 > row; /* same page as a row byte */
-            fv_k::copy_async<16>(stage + r * L::ROW + 16 * c,
-                                 inside ? (const void *)at : (const void *)row, inside);
+            const bool inside = at < end && at + 16 > row;
+            unsigned char *dst = stage + r * L::ROW + 16 * c;
+            if (inside && (at < row || at + 16 > end)) {
+#pragma unroll
+                for (int b = 0; b < 16; b++)
+                    dst[b] = at + b >= row && at + b < end ? *(const unsigned char *)(at + b) : 0;
+            } else {
+                fv_k::copy_async<16>(dst, inside ? (const void *)at : (const void *)row, inside);
+            }
         }
     }
     fv_k::copy_commit();
