@@ -29,12 +29,12 @@ args=(net --model "$model" --batch "$batch" --size "$size" --weights "$out/cold/
       --io "$out/cold/${model}_n${batch}_s${size}.io.fvw" --iters 50 --warmup 10)
 echo "== 1. from $(basename "$p0") (choices only, or none): plans compiled, profile written back"
 "$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold 2>&1 | tee "$out/cold/run1.log" |
-  grep -E "cold|created|graph |eager |fovea: net:"
+  grep -E "cold|created|graph |eager |fovea: net:|builder made|cuDNN:"
 ls -l "$out/cold/p1.profile"
 for i in 1 2 3; do
   echo "== 2.$i a new process from the written profile"
   "$bench" "${args[@]}" --profile "$out/cold/p1.profile" --cold 2>&1 | tee "$out/cold/run2.$i.log" |
-    grep -E "context|cold|created|fovea: net:"
+    grep -E "context|cold|created|fovea: net:|builder made|cuDNN:"
 done
 # where a new process's create goes, layer by layer (conv2d info lines):
 # engine (choice and plan), weights (convert, upload), warm-up (first run)
