@@ -396,20 +396,6 @@ static void host_tensors_are_refused_by_ops(void **state) {
     fv_tensor_destroy(pin32), fv_tensor_destroy(small);
 }
 
-/* internal (sdk/src/backend/cuda/cudnn_preload.c): cuDNN's parts loaded
- * ahead on a helper thread, -1 before it was joined */
-int fv__cudnn_preload_count(void);
-
-/* The first context loads cuDNN 9's sub-libraries (graph, both engine
- * libraries, heuristics: 35-50 ms of a cold start otherwise) on a helper
- * thread while CUDA makes its context, and joins it before returning. All
- * four sit beside libcudnn. */
-static void cudnn_parts_are_loaded_ahead(void **state) {
-    fv_context_info in;
-    FV_ASSERT_OK(fv_context_info_get(g_ctx, &in));
-    assert_int_equal(fv__cudnn_preload_count(), cudnn_major(in.cudnn_loaded) >= 9 ? 4 : 0);
-}
-
 int main(void) {
     g_ctx = fv_test_gpu_context_or_skip();
     const struct CMUnitTest tests[] = {
@@ -424,7 +410,6 @@ int main(void) {
         cmocka_unit_test(loop_allocates_nothing),
         cmocka_unit_test(missing_device_is_no_device),
         cmocka_unit_test(host_tensors_are_refused_by_ops),
-        cmocka_unit_test(cudnn_parts_are_loaded_ahead),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     fv_context_destroy(g_ctx);

@@ -1224,6 +1224,22 @@ static void bad_input_is_refused(void **state) {
     fv_conv2d_destroy(op);
 }
 
+/* (here, not in test_gpu_base: a CUDA-only build's test) */
+/* internal (sdk/src/backend/cuda/cudnn_preload.c): cuDNN's parts loaded
+ * ahead on a helper thread, -1 before it was joined */
+int fv__cudnn_preload_count(void);
+
+/* The first context loads cuDNN 9's sub-libraries (graph, both engine
+ * libraries, heuristics: 35-50 ms of a cold start otherwise) on a helper
+ * thread while CUDA makes its context, and joins it before returning. All
+ * four sit beside libcudnn. */
+static void cudnn_parts_are_loaded_ahead(void **state) {
+    (void)state;
+    fv_context_info in;
+    FV_ASSERT_OK(fv_context_info_get(gpu, &in));
+    assert_int_equal(fv__cudnn_preload_count(), in.cudnn_loaded >= 90000 ? 4 : 0);
+}
+
 int main(void) {
     gpu = fv_test_gpu_context_or_skip();
     cpu = fv_test_cpu_context(0);
@@ -1245,6 +1261,7 @@ int main(void) {
         cmocka_unit_test(forward_loop_allocates_nothing),
         cmocka_unit_test(stream_capture_replays),
         cmocka_unit_test(bad_input_is_refused),
+        cmocka_unit_test(cudnn_parts_are_loaded_ahead),
     };
     /* FV_TEST_QUICK (toolchain/compute-sanitizer.sh): no autotuning and no
      * profile round trips, which time hundreds of engines (minutes under a
@@ -1259,6 +1276,7 @@ int main(void) {
         cmocka_unit_test(forward_loop_allocates_nothing),
         cmocka_unit_test(stream_capture_replays),
         cmocka_unit_test(bad_input_is_refused),
+        cmocka_unit_test(cudnn_parts_are_loaded_ahead),
     };
     /* FV_TEST_FILTER (e.g. "residual*"): only the tests it matches */
     if (getenv("FV_TEST_FILTER")) cmocka_set_test_filter(getenv("FV_TEST_FILTER"));
