@@ -552,6 +552,44 @@ static void test_layer_traffic(void **state) {
     fv_context_destroy(ctx);
 }
 
+/* A net shares its builder's weight arrays (no 47 MB copy for a ResNet-18):
+ * two nets from one builder point at the same arrays, each keeps them after
+ * the builder (changed, then destroyed) and the other net are gone, and
+ * computes what it computed before (ASan: no use after free, no leak). */
+static void test_builder_weights_shared(void **state) {
+    (void)state;
+    fv_context *ctx = fv_test_cpu_context(0);
+    fv_net_builder *b = fv_test_net_unet(1);
+    fv_net *n1, *n2;
+    FV_ASSERT_OK(fv_net_create(ctx, b, NULL, &n1));
+    FV_ASSERT_OK(fv_net_create(ctx, b, &(fv_net_desc){.flags = FV_NET_NO_FUSION}, &n2));
+    int shared = 0;
+    for (int i = 0; i < b->nlayers; i++)
+        if (b->layers[i].w) {
+            assert_ptr_equal(n1->b->layers[i].w, b->layers[i].w);
+            assert_ptr_equal(n2->b->layers[i].w, b->layers[i].w);
+            shared++;
+        }
+    assert_int_equal(shared, 3); /* enc1, enc2, dec */
+    fv_tensor_shape sh;
+    FV_ASSERT_OK(fv_tensor_shape_get(fv_net_input(n1, 0), &sh));
+    size_t nin = (size_t)sh.n * sh.h * sh.w * sh.c, n, m;
+    float *in = rand_floats(nin, -2, 2);
+    float *r1 = outputs_of(n1, in, nin, &n), *r2 = outputs_of(n2, in, nin, &m);
+    /* the builder grows (its arrays move), then goes */
+    int out;
+    FV_ASSERT_OK(fv_net_add_activation(b, "extra", b->outputs[0], FV_ACT_RELU, 0, 0, &out));
+    fv_net_builder_destroy(b);
+    float *a1 = outputs_of(n1, in, nin, &n);
+    assert_memory_equal(a1, r1, n * sizeof *a1);
+    fv_net_destroy(n1);
+    float *a2 = outputs_of(n2, in, nin, &m);
+    assert_memory_equal(a2, r2, m * sizeof *a2);
+    fv_net_destroy(n2);
+    free(in), free(r1), free(r2), free(a1), free(a2);
+    fv_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan_random),
@@ -564,6 +602,7 @@ int main(void) {
         cmocka_unit_test(test_concat_views_convs),
         cmocka_unit_test(test_concat_views_small),
         cmocka_unit_test(test_layer_traffic),
+        cmocka_unit_test(test_builder_weights_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
