@@ -10,7 +10,9 @@
  * creations). Every output is checked against an FP32 reference
  * (legacy cuDNN, float tensors, FMA math) before anything is timed; a shape
  * whose fovea error exceeds the tolerance gets no timings. conv_vs_pytorch.py
- * runs this with --json and adds PyTorch. */
+ * runs this with --json and adds PyTorch. With --sms 8,16, after everything
+ * else, the autotuned op again on CUDA green-context slices of that many
+ * SMs, with Orin estimates (bench_conv_slice.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -395,6 +397,23 @@ static int run_profile(const bc_opts *o, const char *label, const bc_shape *s, i
     return rc;
 }
 
+/* ---- --sms -------------------------------------------------------------------- */
+/* The shapes on the slices (bench_conv_slice.c), beside the autotuned op's
+ * time on the whole GPU; a shape without one is not run there. */
+static void run_slices(const bc_opts *o, const shape_run *sr, int n, size_t pool, bc_slices *sl) {
+    sl->nshapes = n;
+    for (int i = 0; i < n; i++) {
+        bc_slice_shape *x = &sl->shape[i];
+        x->s = sr[i].s;
+        x->bytes = shape_bytes(&sr[i].s);
+        x->full_ms = sr[i].ok && sr[i].r[V_AUTO].ok ? sr[i].r[V_AUTO].t.median_ms : NAN;
+        if (!isfinite(x->full_ms))
+            snprintf(x->skip, sizeof x->skip, "no full-GPU timing: %.120s",
+                     sr[i].why[0] ? sr[i].why : sr[i].r[V_AUTO].why);
+    }
+    bc_slices_run(o, o->sms, pool, sl);
+}
+
 /* ---- JSON -------------------------------------------------------------------- */
 static void json_list(FILE *f, const char *key, const double *x, int n) {
     fprintf(f, ", \"%s\": [", key);
@@ -404,7 +423,7 @@ static void json_list(FILE *f, const char *key, const double *x, int n) {
 }
 
 static int write_json(const bc_opts *o, const bc_env *e, const char *selftest, const shape_run *sr,
-                      int n, const bc_shape *s, const profile_phase *ph) {
+                      int n, const bc_shape *s, const profile_phase *ph, const bc_slices *sl) {
     FILE *f = fopen(o->json, "w");
     if (!f) {
         perror(o->json);
@@ -436,8 +455,10 @@ static int write_json(const bc_opts *o, const bc_env *e, const char *selftest, c
         }
         fprintf(f, "}");
     }
-    fprintf(f, "\n  ],\n  \"floors\": {\"dram_gbps\": %.6g, \"tc_tflops\": %.6g, \"gemm\": %d},",
+    fprintf(f, "\n  ],\n  \"floors\": {\"dram_gbps\": %.6g, \"tc_tflops\": %.6g, \"gemm\": %d}",
             g_floors.dram_gbps, g_floors.mma_tflops, g_floors.gemm_m);
+    if (sl) bc_json_slices(f, sl);
+    fprintf(f, ",");
     fprintf(f, "\n  \"profile\": ");
     if (!ph || !ph->done) {
         fprintf(f, "null\n}\n");
@@ -497,16 +518,20 @@ int bench_cmd_conv(int argc, char **argv) {
     bc_shape shapes[BC_MAX_SHAPES];
     int n = bc_select_shapes(o.shapes, shapes, BC_MAX_SHAPES, o.batch);
     if (n <= 0) return 2;
+    int want[BENCH_MAX_SLICES];
+    if (o.sms && bench_slice_list("conv", o.sms, want, BENCH_MAX_SLICES) < 0) return 2;
     size_t pool = bc_pool_bytes(shapes, n, o.ws_limit);
     shape_run *sr = calloc((size_t)n, sizeof *sr);
     profile_phase *ph = calloc(1, sizeof *ph);
+    bc_slices *sl = o.sms ? calloc(1, sizeof *sl) : NULL; /* --sms */
     char selftest[1024] = "";
     bc_env e;
     int rc = 1;
-    if (!sr || !ph) goto out;
+    if (!sr || !ph || (o.sms && !sl)) goto out;
     if (o.profile_only) { /* a fresh process: nothing ran before the profile's ops */
         rc = run_profile(&o, "fresh process", shapes, n, pool, &e, ph);
-        if (!rc && o.json) rc = write_json(&o, &e, NULL, NULL, n, shapes, ph);
+        if (sl) snprintf(sl->skipped, sizeof sl->skipped, "--profile-only times the profile only");
+        if (!rc && o.json) rc = write_json(&o, &e, NULL, NULL, n, shapes, ph, sl);
         goto out;
     }
     if ((rc = bc_env_open(&e, &o, NULL, pool)) != 0) goto out;
@@ -536,10 +561,15 @@ int bench_cmd_conv(int argc, char **argv) {
         bc_env pe;
         rc = run_profile(&o, "same process, after the benchmark", shapes, n, pool, &pe, ph);
     }
-    if (o.json && write_json(&o, &e, selftest, sr, n, shapes, ph)) rc = rc ? rc : 1;
+    if (sl && rc)
+        snprintf(sl->skipped, sizeof sl->skipped, "the benchmark failed before the slices");
+    else if (sl)
+        run_slices(&o, sr, n, pool, sl);
+    if (o.json && write_json(&o, &e, selftest, sr, n, shapes, ph, sl)) rc = rc ? rc : 1;
 out:
     free(sr);
     free(ph);
+    free(sl);
     return rc;
 }
 #endif /* FV_BUILT_WITH_CUDA */

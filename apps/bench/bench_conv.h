@@ -31,6 +31,7 @@ typedef struct bc_opts {
     int flush;           /* 1: scrub L2 before each timed call; 0: rotate buffers */
     size_t ws_limit;     /* bytes */
     double tol;
+    const char *sms; /* conv --sms 8,16: also on green-context slices of that many SMs; NULL none */
 } bc_opts;
 
 enum { BC_MAX_REPEATS = 50 }; /* most --profile-repeats */
@@ -250,6 +251,42 @@ void bc_json_str(FILE *f, const char *s);
 void bc_json_head(FILE *f, const char *bench, const bc_env *e, const bc_opts *o);
 void bc_json_shape(FILE *f, const bc_shape *s);
 void bc_json_result(FILE *f, const bc_result *r, int legacy);
+
+/* ---- --sms: fovea on green-context slices of the GPU (bench_conv_slice.c) ---- */
+#include "bench_slice.h"
+
+/* One shape on the slices: the autotuned op made on each slice, timed there. */
+typedef struct bc_slice_shape {
+    bc_shape s;
+    double full_ms; /* set by the caller: the autotuned op on the whole GPU; NAN: none */
+    double bytes;   /* set by the caller: the shape's DRAM-floor bytes */
+    char skip[160]; /* set by the caller: why the shape is not run on the slices; "" to run */
+    double ms[BENCH_MAX_SLICES]; /* per slice; NAN: not timed (why says why) */
+    char engine[BENCH_MAX_SLICES][64];
+    char why[BENCH_MAX_SLICES][160];
+    bench_orin_estimate orin[BENCH_ORINS];
+} bc_slice_shape;
+
+typedef struct bc_slices {
+    int n;                                             /* slices asked */
+    int want[BENCH_MAX_SLICES], got[BENCH_MAX_SLICES]; /* got 0: the slice could not be made */
+    char why[BENCH_MAX_SLICES][200];                   /* why not, when got is 0 */
+    double mhz;                                        /* the SM clock */
+    int full_sms;
+    char skipped[200]; /* why no slice ran; "" when some did */
+    int nshapes;
+    bc_slice_shape shape[BC_MAX_SHAPES];
+} bc_slices;
+
+/* Runs the shapes of S (S->shape[0..nshapes), the caller's fields set) on
+ * the slices of list, in a context of its own made from o and pool:
+ * each shape's op created on each slice, autotuned there, checked, timed.
+ * Prints progress and the table (with the Orin estimates). A slice that
+ * cannot be made is skipped with the reason (S->skipped when none can);
+ * never fails the benchmark. */
+void bc_slices_run(const bc_opts *o, const char *list, size_t pool, bc_slices *S);
+/* The "slices" member of the --json object (a leading ",\n  "). */
+void bc_json_slices(FILE *f, const bc_slices *S);
 
 /* Checks the FP32 reference against fovea's CPU backend (and prints fovea
  * GPU and legacy errors) on small shapes. Returns nonzero when the

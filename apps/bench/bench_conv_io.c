@@ -48,6 +48,8 @@ int bc_parse_opts(int argc, char **argv, bc_opts *o, int tables) {
             o->flush = !strcmp(v, "flush"), i++;
         else if (!tables && !strcmp(a, "--profile") && v)
             o->profile = v, i++;
+        else if (!tables && !strcmp(a, "--sms") && v)
+            o->sms = v, i++;
         else if (!tables && !strcmp(a, "--profile-only"))
             o->profile_only = 1;
         else if (!tables && !strcmp(a, "--profile-repeats"))

@@ -13,8 +13,8 @@
  * GB/s; AGX Orin 64GB: 16 SMs, 1.3 GHz, 204.8 GB/s. Where green contexts are
  * unsupported, says why and skips (no failure).
  *
- * The slices (bench_slice_open/close) serve edge (the filter, below) and
- * net (bench_net.c). */
+ * The slices (bench_slice_open/close) serve edge (the filter, below), net
+ * (bench_net.c) and conv (bench_conv_slice.c). */
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -224,10 +224,8 @@ void bench_slice_close(bench_slice *s) {
     memset(s, 0, sizeof *s);
 }
 
-void bench_slice_orin(double mhz, double bytes, const int *got, const double *ms, int n,
-                      bench_orin_estimate *est) {
-    printf("  Orin estimate: t = max(t_slice(Orin's SMs) * %.0f MHz / f_orin, %.2f MB / bw_orin)\n",
-           mhz, bytes * 1e-6);
+void bench_slice_orin_estimate(double mhz, double bytes, const int *got, const double *ms, int n,
+                               bench_orin_estimate *est) {
     for (int k = 0; k < BENCH_ORINS; k++) {
         const orin *o = &orins[k];
         int at = -1;
@@ -236,23 +234,34 @@ void bench_slice_orin(double mhz, double bytes, const int *got, const double *ms
         const double mem = bytes / (o->gbps * 1e6);
         const double comp = at < 0 ? NAN : ms[at] * mhz / o->mhz;
         const double t = at < 0 ? NAN : comp > mem ? comp : mem;
-        if (est)
-            est[k] = (bench_orin_estimate){.name = o->name,
-                                           .sms = o->sms,
-                                           .mhz = o->mhz,
-                                           .gbps = o->gbps,
-                                           .sm_ms = comp,
-                                           .dram_ms = mem,
-                                           .ms = t};
-        if (at < 0) {
+        est[k] = (bench_orin_estimate){.name = o->name,
+                                       .sms = o->sms,
+                                       .mhz = o->mhz,
+                                       .gbps = o->gbps,
+                                       .sm_ms = comp,
+                                       .dram_ms = mem,
+                                       .ms = t};
+    }
+}
+
+void bench_slice_orin(double mhz, double bytes, const int *got, const double *ms, int n,
+                      bench_orin_estimate *est) {
+    bench_orin_estimate e[BENCH_ORINS];
+    bench_slice_orin_estimate(mhz, bytes, got, ms, n, e);
+    printf("  Orin estimate: t = max(t_slice(Orin's SMs) * %.0f MHz / f_orin, %.2f MB / bw_orin)\n",
+           mhz, bytes * 1e-6);
+    for (int k = 0; k < BENCH_ORINS; k++) {
+        const bench_orin_estimate *o = &e[k];
+        if (est) est[k] = *o;
+        if (!isfinite(o->ms)) {
             printf("  %-14s (%d SMs, %.0f MHz, %.1f GB/s): no %d-SM slice timed; DRAM term %.4f "
                    "ms\n",
-                   o->name, o->sms, o->mhz, o->gbps, o->sms, mem);
+                   o->name, o->sms, o->mhz, o->gbps, o->sms, o->dram_ms);
             continue;
         }
         printf("  %-14s (%d SMs, %.0f MHz, %.1f GB/s): SM term %.4f ms, DRAM term %.4f ms -> "
                "%.4f ms (%.0f fps)\n",
-               o->name, o->sms, o->mhz, o->gbps, comp, mem, t, 1e3 / t);
+               o->name, o->sms, o->mhz, o->gbps, o->sm_ms, o->dram_ms, o->ms, 1e3 / o->ms);
     }
 }
 

@@ -15,7 +15,8 @@
  *
  * conv and conv-tables are the GPU convolution benchmarks (bench_conv*.c,
  * legacy_cudnn.c; conv_vs_pytorch.py adds PyTorch, run_conv_bench.sh runs
- * everything on a GPU machine).
+ * everything on a GPU machine); conv --sms times the shapes on GPU slices
+ * (bench_conv_slice.c).
  *
  * edge is the video-frame edge benchmark (bench_edge.c; edge_vs_peers.py
  * adds PyTorch and OpenCV, run_edge_bench.sh runs it on a GPU machine).
@@ -317,7 +318,9 @@ static const bench_cmd cmds[] = {
      "      [--iters 100] [--warmup 10] [--shapes all|i,j,..] [--batch N] [--json FILE]\n"
      "      [--cache flush|rotate] [--workspace-mb 1024] [--tol 2e-3]\n"
      "      [--profile PATH [--profile-only] [--profile-repeats N]] (write PATH, then create\n"
-     "      each op from it N times (5), timing its first and 100th forward; medians)"},
+     "      each op from it N times (5), timing its first and 100th forward; medians)\n"
+     "      [--sms 8,16] (then the autotuned op made on CUDA green contexts of that many SMs,\n"
+     "      beside the full GPU, with Orin estimates; JSON: slices)"},
     {"conv-tables", bench_cmd_conv_tables,
      "GPU: FP32 NCHW vs NHWC, every legacy algorithm (128x128x128->128 3x3, 11x11),\n"
      "      channel padding 3 vs 8, channel folding 2048x2048x8 vs 1024x1024x32\n"
