@@ -246,21 +246,9 @@ void bc_json_slices(FILE *f, const bc_slices *S) {
                 fprintf(f, "}");
             }
         }
-        fprintf(f, "],\n       \"orin\": [");
-        for (int k = 0; k < BENCH_ORINS; k++) {
-            const bench_orin_estimate *o = &x->orin[k];
-            fprintf(f, "%s{\"name\": ", k ? ", " : "");
-            bc_json_str(f, o->name);
-            fprintf(f, ", \"sms\": %d, \"mhz\": %.0f, \"gbps\": %.1f, \"sm_ms\": ", o->sms, o->mhz,
-                    o->gbps);
-            json_num(f, o->sm_ms);
-            fprintf(f, ", \"dram_ms\": ");
-            json_num(f, o->dram_ms);
-            fprintf(f, ", \"ms\": ");
-            json_num(f, o->ms);
-            fprintf(f, "}");
-        }
-        fprintf(f, "]}");
+        fprintf(f, "],\n       \"orin\": ");
+        bench_orin_json(f, x->orin);
+        fprintf(f, "}");
     }
     fprintf(f, "\n    ]}");
 }

@@ -314,21 +314,9 @@ static void json_slices(FILE *f, const bn_slices *S) {
             json_str(f, S->why[i]);
         fprintf(f, "}");
     }
-    fprintf(f, "],\n    \"orin\": [");
-    for (int k = 0; k < BENCH_ORINS; k++) {
-        const bench_orin_estimate *e = &S->orin[k];
-        fprintf(f, "%s\n      {\"name\": ", k ? "," : "");
-        json_str(f, e->name);
-        fprintf(f, ", \"sms\": %d, \"mhz\": %.0f, \"gbps\": %.1f, \"sm_ms\": ", e->sms, e->mhz,
-                e->gbps);
-        json_num(f, e->sm_ms);
-        fprintf(f, ", \"dram_ms\": ");
-        json_num(f, e->dram_ms);
-        fprintf(f, ", \"ms\": ");
-        json_num(f, e->ms);
-        fprintf(f, "}");
-    }
-    fprintf(f, "]}");
+    fprintf(f, "],\n    \"orin\": ");
+    bench_orin_json(f, S->orin);
+    fprintf(f, "}");
 }
 
 static int write_json(const bn_opts *o, const fv_context_info *ci, const fv_models_net *mi,

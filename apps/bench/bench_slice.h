@@ -5,6 +5,7 @@
 #define FOVEA_BENCH_SLICE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define BENCH_MAX_SLICES 8
 #define BENCH_ORINS      2
@@ -61,5 +62,9 @@ double bench_slice_mhz(int device);
  * be made is skipped with the reason. Returns 0, or 1 (no CUDA context) or
  * 2 (bad list). */
 int bench_edge_slices(const char *list, int device, int width, int height, int batch, int runs);
+
+/* Writes the BENCH_ORINS estimates as a JSON array of objects (name, sms,
+ * mhz, gbps, sm_ms, dram_ms, ms; a time not estimated is null). */
+void bench_orin_json(FILE *f, const bench_orin_estimate *est);
 
 #endif
