@@ -1,16 +1,37 @@
 #!/bin/sh
 # toolchain/compute-sanitizer.sh without a GPU: a stand-in compute-sanitizer
-# on PATH answers for three of the build's gpu-labelled programs (clean; one
-# racecheck error; a hang past the time limit). The script must count the
-# errors, name the timeout, pass FV_SANITIZER_ARGS and NVIDIA's kernels'
-# exclusions (racecheck only), exit 1, stop starting programs at its
+# on PATH answers for three gpu-labelled programs of a stand-in build (its
+# own CTestTestfile.cmake: the real build's ctest logs stay untouched):
+# clean; one racecheck error; a hang past the time limit. The script must
+# count the errors, name the timeout, pass FV_SANITIZER_ARGS and NVIDIA's
+# kernels' exclusions (racecheck only), run a fixture set-up once without a
+# tool, leave other labels out, exit 1, stop starting programs at its
 # deadline, and exit 0 when every program is clean.
-# Usage: test_compute_sanitizer.sh SANITIZER_SH BUILD_DIR
+# Usage: test_compute_sanitizer.sh SANITIZER_SH
 set -u
-script=$1 build=$2
+script=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/fv-cs.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/bin"
+mkdir "$work/bin" "$work/build"
+build=$work/build
+cat >"$build/CTestTestfile.cmake" <<CT
+add_test(fixture_setup "$work/bin/setup")
+set_tests_properties(fixture_setup PROPERTIES LABELS "gpu" FIXTURES_SETUP "models")
+add_test(test_gpu_base "$work/build/tests/gpu/test_gpu_base")
+set_tests_properties(test_gpu_base PROPERTIES LABELS "gpu")
+add_test(test_gpu_pack "$work/build/tests/gpu/test_gpu_pack")
+set_tests_properties(test_gpu_pack PROPERTIES LABELS "gpu")
+add_test(test_gpu_ops "$work/build/tests/gpu/test_gpu_ops")
+set_tests_properties(test_gpu_ops PROPERTIES LABELS "gpu" FIXTURES_REQUIRED "models")
+add_test(test_unit_other "$work/build/tests/unit/test_unit_other")
+set_tests_properties(test_unit_other PROPERTIES LABELS "unit")
+CT
+printf '#!/bin/sh\necho setup >>"$FAKE_CS_LOG"\n' >"$work/bin/setup"
+mkdir -p "$build/tests/gpu" "$build/tests/unit"
+for p in gpu/test_gpu_base gpu/test_gpu_pack gpu/test_gpu_ops unit/test_unit_other; do
+  printf '#!/bin/sh\nexit 0\n' >"$build/tests/$p" # ctest lists a command only where it exists
+done
+chmod +x "$work/bin/setup" "$build"/tests/*/*
 cat >"$work/bin/compute-sanitizer" <<'CS'
 #!/bin/sh
 echo "$*" >>"$FAKE_CS_LOG"
@@ -46,7 +67,8 @@ run() { # TESTS_REGEX [ENV...]: the script's exit status
     FV_SANITIZER_TOOLS="memcheck racecheck" FV_SANITIZER_TIMEOUT=2 "$@" \
     "$script" "$build" "$work/out" >"$work/log" 2>&1
 }
-run '^test_gpu_(base|pack|ops)$' FV_SANITIZER_ARGS="--racecheck-memcpy-async no"
+run '^(fixture_setup|test_gpu_(base|pack|ops)|test_unit_other)$' \
+  FV_SANITIZER_ARGS="--racecheck-memcpy-async no"
 rc=$?
 [ $rc -eq 1 ] || fail "one error and one timeout: exit $rc, expected 1"
 s="$work/out/summary.txt"
@@ -59,6 +81,9 @@ grep -Eq "^memcheck +test_gpu_ops .*timeout \(2 s\)$" "$s" || fail "the hang not
 grep "tool memcheck" "$work/calls" | grep -q "kns=" && fail "memcheck left kernels out"
 [ "$(grep -c -- "--racecheck-memcpy-async no" "$work/calls")" -eq 6 ] ||
   fail "FV_SANITIZER_ARGS not passed to every run"
+[ "$(grep -c "^setup$" "$work/calls")" -eq 1 ] || fail "the fixture set-up not run once, plain"
+grep -Eq "fixture set-up, exit 0" "$s" || fail "the fixture set-up not in the summary"
+grep -q "test_unit_other" "$work/calls" "$s" && fail "a test of another label ran"
 run '^test_gpu_(base|pack|ops)$' FV_SANITIZER_DEADLINE=1
 rc=$?
 [ $rc -eq 1 ] || fail "deadline: exit $rc, expected 1"
