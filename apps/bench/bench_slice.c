@@ -344,25 +344,3 @@ int bench_edge_slices(const char *list, int device, int width, int height, int b
     fv_context_destroy(ctx);
     return 0;
 }
-
-static void orin_ms_json(FILE *f, const char *key, double ms) {
-    if (isfinite(ms))
-        fprintf(f, ", \"%s\": %.6g", key, ms);
-    else
-        fprintf(f, ", \"%s\": null", key);
-}
-
-void bench_orin_json(FILE *f, const bench_orin_estimate *est) {
-    fprintf(f, "[");
-    for (int k = 0; k < BENCH_ORINS; k++) {
-        const bench_orin_estimate *e = &est[k];
-        /* the names are the table's own: nothing to escape */
-        fprintf(f, "%s{\"name\": \"%s\", \"sms\": %d, \"mhz\": %.0f, \"gbps\": %.1f", k ? ", " : "",
-                e->name, e->sms, e->mhz, e->gbps);
-        orin_ms_json(f, "sm_ms", e->sm_ms);
-        orin_ms_json(f, "dram_ms", e->dram_ms);
-        orin_ms_json(f, "ms", e->ms);
-        fprintf(f, "}");
-    }
-    fprintf(f, "]");
-}

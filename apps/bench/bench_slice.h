@@ -4,6 +4,7 @@
 #ifndef FOVEA_BENCH_SLICE_H
 #define FOVEA_BENCH_SLICE_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -63,8 +64,30 @@ double bench_slice_mhz(int device);
  * 2 (bad list). */
 int bench_edge_slices(const char *list, int device, int width, int height, int batch, int runs);
 
+/* One "key": ms member of an estimate (null when not estimated). */
+static inline void bench_orin_ms_json(FILE *f, const char *key, double ms) {
+    if (isfinite(ms))
+        fprintf(f, ", \"%s\": %.6g", key, ms);
+    else
+        fprintf(f, ", \"%s\": null", key);
+}
+
 /* Writes the BENCH_ORINS estimates as a JSON array of objects (name, sms,
- * mhz, gbps, sm_ms, dram_ms, ms; a time not estimated is null). */
-void bench_orin_json(FILE *f, const bench_orin_estimate *est);
+ * mhz, gbps, sm_ms, dram_ms, ms; a time not estimated is null). Inline: the
+ * CPU-only build (no bench_slice.c) writes the JSON too. */
+static inline void bench_orin_json(FILE *f, const bench_orin_estimate *est) {
+    fprintf(f, "[");
+    for (int k = 0; k < BENCH_ORINS; k++) {
+        const bench_orin_estimate *e = &est[k];
+        /* the names are the table's own: nothing to escape */
+        fprintf(f, "%s{\"name\": \"%s\", \"sms\": %d, \"mhz\": %.0f, \"gbps\": %.1f", k ? ", " : "",
+                e->name, e->sms, e->mhz, e->gbps);
+        bench_orin_ms_json(f, "sm_ms", e->sm_ms);
+        bench_orin_ms_json(f, "dram_ms", e->dram_ms);
+        bench_orin_ms_json(f, "ms", e->ms);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]");
+}
 
 #endif
