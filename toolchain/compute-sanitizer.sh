@@ -11,6 +11,8 @@
 #                         "--racecheck-memcpy-async no" (racecheck's cp.async
 #                         tracking fails with an internal error on
 #                         test_gpu_net's concat views: docs/building.md)
+#   FV_SANITIZER_NO_FIXTURES=1  run no fixture set-up (model exports): for
+#                         parallel invocations, after the set-ups ran once
 #   FV_SANITIZER_DEADLINE seconds after which no further program is started;
 #                         those left are listed as "not run" (default: none), so
 #                         that a device call ends inside its limit
@@ -38,6 +40,7 @@ export FV_TEST_QUICK=1
 sel=(-L gpu)
 [ -n "${FV_SANITIZER_TESTS:-}" ] && sel+=(-R "$FV_SANITIZER_TESTS")
 [ -n "${FV_SANITIZER_EXCLUDE:-}" ] && sel+=(-E "$FV_SANITIZER_EXCLUDE")
+[ "${FV_SANITIZER_NO_FIXTURES:-0}" = 1 ] && sel+=(-FA ".*")
 mapfile -t tests < <(cd "$build" && ctest "${sel[@]}" --show-only=json-v1 | python3 -c '
 import json, shlex, sys
 for t in json.load(sys.stdin)["tests"]:

@@ -860,6 +860,8 @@ int main(void) {
     };
     /* FV_TEST_FILTER (e.g. "direct_*"): only the tests it matches */
     if (getenv("FV_TEST_FILTER")) cmocka_set_test_filter(getenv("FV_TEST_FILTER"));
+    /* FV_TEST_SKIP: leave out the tests it matches (a sanitizer run, say) */
+    if (getenv("FV_TEST_SKIP")) cmocka_set_skip_filter(getenv("FV_TEST_SKIP"));
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     fv_context_destroy(g_cpu);
     fv_context_destroy(g_gpu);
