@@ -95,6 +95,13 @@ elseif(MODE STREQUAL "corrupt_profile")
        "conv2d:n1:h64:w64:c3:k8:r3:s3:u1:v1:p1:q1:d1:e1:g1:a1:al0:b1:f16 path=graph cdecl=8 "
        "engine=1 ws=0 ms=0.01 how=autotune knobs=-\nend 1\n")
   run(0 "not checked on the CPU backend" --backend cpu --quick --profile ${WORK}/ok.profile)
+  # a net's layers (a fused residual, a concat slice) are not refused as bad keys
+  file(WRITE ${WORK}/net.profile "fovea-profile 1\ndevice X\nsm 90\ncudnn 1\nconv "
+       "conv2d:n1:h64:w64:c8:k8:r3:s3:u1:v1:p1:q1:d1:e1:g1:a1:al0:b1:f16:z1 path=graph cdecl=8 "
+       "engine=1 ws=0 ms=0.01 how=heuristics knobs=-\nconv "
+       "conv2d:n1:h64:w64:c8:k8:r3:s3:u1:v1:p1:q1:d1:e1:g1:a1:al0:b1:f16:y24 path=graph cdecl=8 "
+       "engine=1 ws=0 ms=0.01 how=heuristics knobs=-\nend 2\n")
+  run(0 "2 entries" --backend cpu --quick --profile ${WORK}/net.profile)
 else()
   message(FATAL_ERROR "unknown MODE ${MODE}")
 endif()

@@ -95,9 +95,11 @@ fv_net_builder *fv_test_net_concat_convs(int n) {
     FV_ASSERT_OK(fv_net_builder_create(&b));
     int x, cat;
     FV_ASSERT_OK(fv_net_add_input(b, "x", n, 6, 7, 9, &x));
-    int a = conv(b, "a", x, 5, 3, FV_ACT_IDENTITY), c = conv(b, "b", x, 7, 1, FV_ACT_RELU);
-    FV_ASSERT_OK(fv_net_add_concat(b, "cat", (int[]){a, c}, 2, &cat));
+    int a = conv(b, "a", x, 8, 3, FV_ACT_IDENTITY), bb = conv(b, "b", x, 5, 1, FV_ACT_RELU);
+    int d = conv(b, "d", x, 8, 3, FV_ACT_IDENTITY), c = conv(b, "c", x, 8, 3, FV_ACT_RELU);
+    FV_ASSERT_OK(fv_net_add_concat(b, "cat", (int[]){a, bb, d, c}, 4, &cat));
     FV_ASSERT_OK(fv_net_mark_output(b, conv(b, "y", cat, 4, 1, FV_ACT_IDENTITY), "y"));
+    FV_ASSERT_OK(fv_net_mark_output(b, conv(b, "y2", c, 3, 1, FV_ACT_IDENTITY), "y2"));
     return b;
 }
 

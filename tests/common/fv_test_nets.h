@@ -7,8 +7,9 @@
 
 /* A two-level UNet: x (n, 3, 16, 16) -> conv+relu (8) = skip -> maxpool 2
  * -> conv+relu (12) -> nearest upsample x2 -> concat [skip, up] (20) ->
- * conv+relu (4) = output "y". The upsample writes its concat slice in place
- * (concat_elided 1); the skip, a convolution's output, is copied. */
+ * conv+relu (4) = output "y". The skip (a convolution's output, channels
+ * [0, 8)) and the upsample write their concat slices in place
+ * (concat_elided 2). */
 fv_net_builder *fv_test_net_unet(int n);
 
 /* Concats fed by the net's own kernels: x (n, 5, 8, 8); lo = maxpool 2 (x);
@@ -21,8 +22,12 @@ fv_net_builder *fv_test_net_unet(int n);
  * convolution reads it) are copied. */
 fv_net_builder *fv_test_net_concat_mix(int n);
 
-/* concat [conv (x), conv+relu (x)] of x (n, 6, 7, 9), then a 1x1 conv:
- * convolutions write dense tensors only (concat_elided 0). */
+/* x (n, 6, 7, 9) -> concat [a = conv 3x3 (8), b = conv+relu 1x1 (5),
+ * d = conv 3x3 (8), c = conv+relu 3x3 (8)] -> 1x1 conv = output "y"; and
+ * "y2" = 1x1 conv (c). Written in place: a always; b and d in F32 nets
+ * (the CPU backend) but not in F16 ones (b's 5 channels are not whole
+ * 16-byte vectors; d starts at channel 13); c never (a convolution reads
+ * it): concat_elided 3 on the CPU backend, 1 on CUDA. */
 fv_net_builder *fv_test_net_concat_convs(int n);
 
 /* Fails the test (cmocka) when two tensors alive at one layer share an

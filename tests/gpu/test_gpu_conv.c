@@ -15,6 +15,11 @@
 static fv_context *gpu;
 static fv_context *cpu;
 static fv_conv2d_info last_info; /* of run_case's GPU op */
+/* run_case: 1: the GPU op writes its output as channels [8, 8 + K) of a
+ * tensor of K + 16 (fv__conv2d_create_into, a net's concat), whose other
+ * channels must come out untouched; 0: a dense output */
+static int g_slice;
+#define SLICE_C0 8
 
 typedef struct conv_case {
     int n, h, w, c, k, r, s, stride, pad, dil, groups;
@@ -73,16 +78,27 @@ static double run_case(const conv_case *cc, int verbose) {
 
     fv_conv2d_desc gd = desc_of(cc, FV_DTYPE_F16, w, b), cd = desc_of(cc, FV_DTYPE_F32, w, b);
     fv_conv2d *gop = NULL, *cop = NULL;
-    FV_ASSERT_OK(fv_conv2d_create(gpu, &gd, &gop));
+    const int ys = g_slice ? cc->k + 2 * SLICE_C0 : 0;
+    FV_ASSERT_OK(fv__conv2d_create_into(gpu, &gd, ys, &gop));
     FV_ASSERT_OK(fv_conv2d_create(cpu, &cd, &cop));
     int on, oh, ow, oc;
     fv_conv2d_output_shape(gop, &on, &oh, &ow, &oc);
-    size_t nout = (size_t)on * oh * ow * oc;
+    size_t nout = (size_t)on * oh * ow * oc, npx = (size_t)on * oh * ow;
 
     fv_half *xh = malloc(nin * sizeof *xh), *yh = malloc(nout * sizeof *yh);
     fv_f32_to_f16_n(x, xh, nin);
     fv_tensor *gx = make(gpu, FV_DTYPE_F16, cc->n, cc->h, cc->w, cc->c);
-    fv_tensor *gy = make(gpu, FV_DTYPE_F16, on, oh, ow, oc);
+    fv_tensor *gy = make(gpu, FV_DTYPE_F16, on, oh, ow, g_slice ? ys : oc), *gout = gy, yv;
+    fv_half *wide = g_slice ? malloc(npx * (size_t)ys * sizeof *wide) : NULL;
+    if (g_slice) { /* the op's output: a slice of gy */
+        yv = *gy;
+        yv.shape.c = oc;
+        yv.shape.dense_bytes = nout * sizeof *yh;
+        yv.shape.bytes -= SLICE_C0 * sizeof *yh;
+        yv.data = (char *)gy->data + SLICE_C0 * sizeof *yh;
+        yv.dev_data = (char *)gy->dev_data + SLICE_C0 * sizeof *yh;
+        gout = &yv;
+    }
     FV_ASSERT_OK(fv_tensor_upload(gpu, gx, xh, nin * sizeof *xh));
     /* FV_CONV2D_RESIDUAL: a random residual (FP16 values) on both sides */
     const int res = (cc->flags & FV_CONV2D_RESIDUAL) != 0;
@@ -98,13 +114,41 @@ static double run_case(const conv_case *cc, int verbose) {
         FV_ASSERT_OK(fv_tensor_upload(gpu, gz, yh, nout * sizeof *yh));
         FV_ASSERT_OK(fv_tensor_upload(cpu, cz, z, nout * sizeof *z));
     }
-    /* poison the output: NaN everywhere it should write */
+    /* poison the output: NaN everywhere it should write (a slice: 3.14
+     * in the wider tensor's other channels, which must stay) */
     for (size_t i = 0; i < nout; i++)
         yh[i] = 0x7e00;
-    FV_ASSERT_OK(fv_tensor_upload(gpu, gy, yh, nout * sizeof *yh));
-    FV_ASSERT_OK(fv_conv2d_forward_residual(gop, gx, gz, gy));
-    FV_ASSERT_OK(fv_tensor_download(gpu, gy, yh, nout * sizeof *yh));
-    FV_ASSERT_OK(fv_context_synchronize(gpu));
+    if (g_slice) {
+        for (size_t i = 0; i < npx * (size_t)ys; i++) {
+            int ch = (int)(i % (size_t)ys);
+            wide[i] = ch >= SLICE_C0 && ch < SLICE_C0 + oc ? 0x7e00 : 0x4248;
+        }
+        FV_ASSERT_OK(fv_tensor_upload(gpu, gy, wide, npx * (size_t)ys * sizeof *wide));
+    } else {
+        FV_ASSERT_OK(fv_tensor_upload(gpu, gy, yh, nout * sizeof *yh));
+    }
+    FV_ASSERT_OK(fv_conv2d_forward_residual(gop, gx, gz, gout));
+    if (g_slice) {
+        FV_ASSERT_OK(fv_tensor_download(gpu, gy, wide, npx * (size_t)ys * sizeof *wide));
+        FV_ASSERT_OK(fv_context_synchronize(gpu));
+        for (size_t i = 0; i < npx * (size_t)ys; i++) {
+            int ch = (int)(i % (size_t)ys);
+            if (ch >= SLICE_C0 && ch < SLICE_C0 + oc)
+                yh[i / (size_t)ys * (size_t)oc + (size_t)(ch - SLICE_C0)] = wide[i];
+            else if (wide[i] != 0x4248)
+                fail_msg("output slice: channel %d of pixel %zu (outside the slice) changed to "
+                         "0x%04x",
+                         ch, i / (size_t)ys, wide[i]);
+        }
+        /* the op refuses a dense output */
+        fv_tensor *dense = make(gpu, FV_DTYPE_F16, on, oh, ow, oc);
+        assert_int_equal(fv_conv2d_forward_residual(gop, gx, gz, dense), FV_ERR_BAD_SHAPE);
+        assert_non_null(strstr(fv_last_error(), "pixel stride"));
+        fv_tensor_destroy(dense);
+    } else {
+        FV_ASSERT_OK(fv_tensor_download(gpu, gy, yh, nout * sizeof *yh));
+        FV_ASSERT_OK(fv_context_synchronize(gpu));
+    }
 
     fv_tensor *cx = make(cpu, FV_DTYPE_F32, cc->n, cc->h, cc->w, cc->c);
     fv_tensor *cy = make(cpu, FV_DTYPE_F32, on, oh, ow, oc);
@@ -142,7 +186,7 @@ static double run_case(const conv_case *cc, int verbose) {
     fv_tensor_destroy(gz), fv_tensor_destroy(cz);
     fv_conv2d_destroy(gop);
     fv_conv2d_destroy(cop);
-    free(x), free(w), free(xh), free(yh), free(ref), free(got), free(z);
+    free(x), free(w), free(xh), free(yh), free(ref), free(got), free(z), free(wide);
     return err;
 }
 
@@ -631,6 +675,83 @@ static void residual_matches_cpu_reference(void **state) {
         fv_context_destroy(ctx2);
     }
     remove(path);
+}
+
+/* An output written as a channel slice of a wider tensor (a net's concat
+ * without a copy) on every path: by heuristics (fovea's direct kernel for
+ * few input channels, its GEMM for a small output with a long reduction,
+ * cuDNN's fused graph, depthwise and grouped forms), cuDNN only, autotuned
+ * (every candidate timed on the slice), and from profile entries naming
+ * legacy-fused and legacy (the epilogue kernel); sigmoid, a batch of 2.
+ * Values against the CPU reference; the wider tensor's other channels
+ * untouched (run_case). FV_TEST_QUICK: no autotuning. */
+static void output_slice_on_every_path(void **state) {
+    (void)state;
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    make_temp_file(path);
+    fv_test_seed(4343);
+    const conv_case cases[] = {
+        /* n  h   w   c   k  r  s st pad dil g  act                  alpha bias flags */
+        {1, 40, 56, 3, 16, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, 0},      /* direct kernel */
+        {1, 7, 7, 512, 64, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, 0},      /* small output */
+        {2, 32, 32, 32, 64, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 0, 0}, /* a UNet skip */
+        {1, 64, 64, 16, 16, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, 0},
+        {1, 16, 16, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, 0},
+        {1, 16, 16, 32, 32, 3, 3, 2, 1, 1, 32, FV_ACT_RELU, 0, 1, 0}, /* depthwise */
+        {1, 16, 16, 32, 64, 1, 1, 1, 0, 1, 4, FV_ACT_TANH, 0, 1, 0},  /* grouped */
+    };
+    enum { NCASES = sizeof cases / sizeof cases[0] };
+    g_slice = 1;
+    const uint32_t passes[3] = {0, FV_CONV2D_NO_DIRECT, FV_CONV2D_AUTOTUNE};
+    for (int p = 0; p < (fv_test_quick() ? 2 : 3); p++) /* quick: no autotuning */
+        for (size_t i = 0; i < (p == 2 ? 3 : NCASES); i++) {
+            conv_case cc = cases[i];
+            cc.flags |= passes[p];
+            double e = run_case(&cc, 1);
+            if (!(e <= 2e-3)) fail_msg("pass %d case %zu: error %.3e", p, i, e);
+        }
+    const char *forced[2] = {"legacy-fused", "legacy"};
+    for (int f = 0; f < 2; f++) {
+        FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+        int rewritten = rewrite_conv_lines(path, forced[f], "1");
+        assert_true(rewritten >= NCASES);
+        fv_context *ctx2 = NULL, *saved = gpu;
+        fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+        FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+        gpu = ctx2;
+        int ran = 0;
+        for (size_t i = 0; i < NCASES; i++) {
+            double e = run_case(&cases[i], 1);
+            if (!(e <= 2e-3)) fail_msg("%s case %zu: error %.3e", forced[f], i, e);
+            ran += strcmp(last_info.path, forced[f]) == 0;
+        }
+        printf("  %d cases ran on path %s\n", ran, forced[f]);
+        assert_true(ran >= 3);
+        gpu = saved;
+        fv_context_destroy(ctx2);
+    }
+    g_slice = 0;
+    remove(path);
+}
+
+/* What an output slice takes is checked at creation: a stride of at least
+ * K, K and the stride multiples of 8 (F16), no fused residual. */
+static void output_slice_is_checked(void **state) {
+    (void)state;
+    float w[16 * 8 * 9] = {0};
+    fv_conv2d_desc d = {.h = 8, .w = 8, .c = 8, .k = 16, .r = 3, .s = 3, .weights = w};
+    fv_conv2d *op = NULL;
+    assert_int_equal(fv__conv2d_create_into(gpu, &d, 8, &op), FV_ERR_BAD_PARAM);
+    assert_non_null(strstr(fv_last_error(), "must be >= K"));
+    assert_int_equal(fv__conv2d_create_into(gpu, &d, 20, &op), FV_ERR_BAD_PARAM);
+    assert_non_null(strstr(fv_last_error(), "multiples of 8"));
+    d.k = 12;
+    assert_int_equal(fv__conv2d_create_into(gpu, &d, 24, &op), FV_ERR_BAD_PARAM);
+    d.k = 16;
+    d.flags = FV_CONV2D_RESIDUAL;
+    assert_int_equal(fv__conv2d_create_into(gpu, &d, 24, &op), FV_ERR_BAD_PARAM);
+    assert_non_null(strstr(fv_last_error(), "FV_CONV2D_RESIDUAL"));
+    assert_null(op);
 }
 
 /* The residual is checked: refused on an op without FV_CONV2D_RESIDUAL,
@@ -1250,6 +1371,8 @@ int main(void) {
         cmocka_unit_test(legacy_fused_from_profile),
         cmocka_unit_test(residual_matches_cpu_reference),
         cmocka_unit_test(residual_is_checked),
+        cmocka_unit_test(output_slice_on_every_path),
+        cmocka_unit_test(output_slice_is_checked),
         cmocka_unit_test(graph_pw_matches_and_round_trips),
         cmocka_unit_test(gemm_kernel_variants_from_profile),
         cmocka_unit_test(gemm_kernel_is_deterministic_and_capturable),
@@ -1270,6 +1393,8 @@ int main(void) {
     const struct CMUnitTest quick[] = {
         cmocka_unit_test(matches_cpu_reference),
         cmocka_unit_test(residual_is_checked),
+        cmocka_unit_test(output_slice_is_checked),
+        cmocka_unit_test(output_slice_on_every_path),
         cmocka_unit_test(gemm_kernel_is_deterministic_and_capturable),
         cmocka_unit_test(direct_kernel_refuses_what_it_cannot_run),
         cmocka_unit_test(padded_lanes_stay_zero),

@@ -2,6 +2,7 @@
  * convolution in double precision; FP16 conversions; bad descriptors and
  * tensors; no allocation in forward. */
 #include "fv_test.h"
+#include "core/internal.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -609,6 +610,126 @@ static void test_conv_residual(void **state) {
     fv_context_destroy(ctx);
 }
 
+/* An output written as channels [c0, c0 + K) of a wider tensor
+ * (fv__conv2d_create_into: a net's concat without a copy): the values of
+ * the dense reference, the other channels untouched; F32 with any K and c0
+ * (C = K = 1 too, which would take the stencil path), F16 with multiples
+ * of 8. The op refuses a dense output; what F16 cannot do is refused. */
+static void test_conv_output_slice(void **state) {
+    (void)state;
+    fv_test_seed(77);
+    const struct {
+        cfg g;
+        int c0, wide;
+    } cases[] = {
+        {{2, 9, 11, 6, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, FV_DTYPE_F32, 0}, 3, 13},
+        {{1, 8, 8, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, FV_ACT_TANH, 0, 1, FV_DTYPE_F32, 0}, 2, 4},
+        {{1, 12, 10, 5, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 0, FV_DTYPE_F16, 0},
+         8,
+         24},
+        {{2, 6, 7, 16, 16, 1, 1, 1, 1, 0, 0, 1, 1, 2, FV_ACT_LEAKY_RELU, 0.2f, 1, FV_DTYPE_F16, 0},
+         0,
+         24},
+    };
+    fv_context *ctx = fv_test_cpu_context(0);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const cfg *g = &cases[ci].g;
+        const int c0 = cases[ci].c0, wc = cases[ci].wide, f16 = g->dt == FV_DTYPE_F16;
+        int P = dim(g->h, g->r, g->sh, g->ph, g->dh), Q = dim(g->w, g->s, g->sw, g->pw, g->dw);
+        size_t nin = (size_t)g->n * g->h * g->w * g->c, npx = (size_t)g->n * P * Q;
+        size_t nw = (size_t)g->k * (g->c / g->groups) * g->r * g->s, nwide = npx * (size_t)wc;
+        float *in = malloc(nin * 4), *w = malloc(nw * 4), *b = malloc((size_t)g->k * 4);
+        float *ref = malloc(npx * (size_t)g->k * 4), *out = malloc(nwide * 4);
+        fv_half *h = malloc((nin > nwide ? nin : nwide) * 2);
+        assert_non_null(in && w && b && ref && out && h);
+        fv_test_fill_uniform(in, nin, -1.0f, 1.0f);
+        fv_test_fill_uniform(w, nw, -1.0f, 1.0f);
+        fv_test_fill_uniform(b, (size_t)g->k, -1.0f, 1.0f);
+        if (f16) round_all(in, nin), round_all(w, nw), round_all(b, (size_t)g->k);
+        ref_conv(g, in, w, g->bias ? b : NULL, ref);
+        fv_conv2d_desc d = {.n = g->n,
+                            .h = g->h,
+                            .w = g->w,
+                            .c = g->c,
+                            .k = g->k,
+                            .r = g->r,
+                            .s = g->s,
+                            .stride_h = g->sh,
+                            .stride_w = g->sw,
+                            .pad_h = g->ph,
+                            .pad_w = g->pw,
+                            .groups = g->groups,
+                            .activation = g->act,
+                            .activation_alpha = g->alpha,
+                            .dtype = g->dt,
+                            .weights = w,
+                            .bias = g->bias ? b : NULL};
+        fv_conv2d *op;
+        FV_ASSERT_OK(fv__conv2d_create_into(ctx, &d, wc, &op));
+        fv_tensor *ti, *tw, *dense;
+        fv_tensor_desc td = {.dtype = g->dt, .n = g->n, .h = g->h, .w = g->w, .c = g->c};
+        FV_ASSERT_OK(fv_tensor_create(ctx, &td, &ti));
+        td.h = P, td.w = Q, td.c = wc;
+        FV_ASSERT_OK(fv_tensor_create(ctx, &td, &tw));
+        td.c = g->k;
+        FV_ASSERT_OK(fv_tensor_create(ctx, &td, &dense));
+        /* the wider tensor holds 7.5 everywhere first */
+        for (size_t i = 0; i < nwide; i++)
+            out[i] = 7.5f;
+        if (f16) {
+            fv_f32_to_f16_n(in, h, nin);
+            FV_ASSERT_OK(fv_tensor_upload(ctx, ti, h, nin * 2));
+            fv_f32_to_f16_n(out, h, nwide);
+            FV_ASSERT_OK(fv_tensor_upload(ctx, tw, h, nwide * 2));
+        } else {
+            FV_ASSERT_OK(fv_tensor_upload(ctx, ti, in, nin * 4));
+            FV_ASSERT_OK(fv_tensor_upload(ctx, tw, out, nwide * 4));
+        }
+        size_t es = f16 ? 2 : 4;
+        fv_tensor slice = *tw;
+        slice.shape.c = g->k;
+        slice.shape.dense_bytes = npx * (size_t)g->k * es;
+        slice.data = (char *)tw->data + (size_t)c0 * es;
+        slice.dev_data = (char *)tw->dev_data + (size_t)c0 * es;
+        FV_ASSERT_STATUS(fv_conv2d_forward(op, ti, dense), FV_ERR_BAD_SHAPE, "pixel stride");
+        FV_ASSERT_OK(fv_conv2d_forward(op, ti, &slice));
+        if (f16) {
+            FV_ASSERT_OK(fv_tensor_download(ctx, tw, h, nwide * 2));
+            fv_f16_to_f32_n(h, out, nwide);
+        } else {
+            FV_ASSERT_OK(fv_tensor_download(ctx, tw, out, nwide * 4));
+        }
+        float *got = malloc(npx * (size_t)g->k * 4);
+        for (size_t p = 0; p < npx; p++)
+            for (int c = 0; c < wc; c++) {
+                float v = out[p * (size_t)wc + (size_t)c];
+                if (c >= c0 && c < c0 + g->k)
+                    got[p * (size_t)g->k + (size_t)(c - c0)] = v;
+                else if (v != 7.5f)
+                    fail_msg("case %zu: pixel %zu channel %d outside the slice is %g", ci, p, c,
+                             (double)v);
+            }
+        double e = fv_test_rel_l2(got, ref, npx * (size_t)g->k);
+        if (!(e <= (f16 ? 2e-3 : 1e-5))) fail_msg("case %zu: error %.3e", ci, e);
+        fv_tensor_destroy(ti), fv_tensor_destroy(tw), fv_tensor_destroy(dense);
+        fv_conv2d_destroy(op);
+        free(in), free(w), free(b), free(ref), free(out), free(h), free(got);
+    }
+    /* what F16 slices cannot be, and a fused residual */
+    float w[16 * 8 * 9] = {0};
+    fv_conv2d_desc d = {.h = 8, .w = 8, .c = 8, .k = 12, .r = 3, .s = 3, .weights = w};
+    fv_conv2d *op = NULL;
+    FV_ASSERT_STATUS(fv__conv2d_create_into(ctx, &d, 24, &op), FV_ERR_BAD_PARAM, "multiples of 8");
+    FV_ASSERT_STATUS(fv__conv2d_create_into(ctx, &d, 8, &op), FV_ERR_BAD_PARAM, ">= K");
+    d.dtype = FV_DTYPE_F32;
+    FV_ASSERT_OK(fv__conv2d_create_into(ctx, &d, 13, &op));
+    fv_conv2d_destroy(op);
+    d.flags = FV_CONV2D_RESIDUAL;
+    FV_ASSERT_STATUS(fv__conv2d_create_into(ctx, &d, 13, &op), FV_ERR_BAD_PARAM,
+                     "FV_CONV2D_RESIDUAL");
+    fv_context_destroy(ctx);
+}
+
 /* Forward allocates nothing: the pools' counters stand still over 50 runs,
  * on both paths (stencil: F32 C1 K1; planar: everything else). */
 static void test_conv_no_alloc(void **state) {
@@ -696,7 +817,7 @@ int main(void) {
         cmocka_unit_test(test_conv_round_flag), cmocka_unit_test(test_conv_f16_bits),
         cmocka_unit_test(test_conv_bad_desc),   cmocka_unit_test(test_conv_bad_tensors),
         cmocka_unit_test(test_conv_no_alloc),   cmocka_unit_test(test_conv_host_pool_exhausted),
-        cmocka_unit_test(test_conv_residual),
+        cmocka_unit_test(test_conv_residual),   cmocka_unit_test(test_conv_output_slice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,9 +131,26 @@ struct fv_conv2d {
     fv_context *ctx;
     fv_conv2d_desc desc; /* normalized: defaults filled; weights/bias NULL */
     int has_bias;
-    int p, q;       /* output height, width */
+    int p, q; /* output height, width */
+    /* Output pixel stride in elements when the op writes a channel slice of
+     * a wider tensor (a net's concat buffer: fv__conv2d_create_into), else
+     * 0: the dense stride (K, padded to 8 on F16). */
+    int ys;
     void *be_state; /* the backend's plan and weights */
 };
+
+/* fv_conv2d_create for an op whose output is a channel slice of a wider
+ * NHWC tensor: ys elements between neighbouring output pixels (the wider
+ * tensor's stored channels). ys 0 is fv_conv2d_create. With ys: ys >= K;
+ * F16 also needs K and ys multiples of 8 (whole 16-byte vectors, no padding
+ * lanes to write); no FV_CONV2D_RESIDUAL. The output tensors it then runs
+ * on must have that W stride (and on F16 a 16-byte aligned address).
+ * FV_ERR_BAD_PARAM otherwise, naming the rule. */
+fv_status fv__conv2d_create_into(fv_context *ctx, const fv_conv2d_desc *desc, int ys,
+                                 fv_conv2d **out);
+/* The profile key of op: fv__conv2d_key, then ":y<ys>" for an op writing a
+ * channel slice (its graphs and kernels differ). */
+void fv__conv2d_op_key(const fv_conv2d *op, char *out, size_t n);
 
 /* Checks an image for op (its format, size, data, strides; YUYV/UYVY width
  * even, NV12 both even) and copies it into *n with the defaults filled:

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "checked.h"
 #include "internal.h"
+#include "profile.h"
 #include "../backend/activation.h"
 
 const char *fv_activation_name(fv_activation a) {
@@ -130,6 +131,17 @@ static fv_status conv_check(const fv_conv2d_desc *d) {
 }
 
 fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2d **out) {
+    return fv__conv2d_create_into(ctx, desc, 0, out);
+}
+
+void fv__conv2d_op_key(const fv_conv2d *op, char *out, size_t n) {
+    fv__conv2d_key(&op->desc, op->has_bias, out, n);
+    size_t len = strlen(out);
+    if (op->ys && len < n) snprintf(out + len, n - len, ":y%d", op->ys);
+}
+
+fv_status fv__conv2d_create_into(fv_context *ctx, const fv_conv2d_desc *desc, int ys,
+                                 fv_conv2d **out) {
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_conv2d_create: out is NULL");
     *out = NULL;
     FV_REQUIRE(ctx && desc, FV_ERR_BAD_PARAM, "fv_conv2d_create: %s is NULL", ctx ? "desc" : "ctx");
@@ -141,6 +153,15 @@ fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2
     if (d.dilation_w == 0) d.dilation_w = 1;
     if (d.groups == 0) d.groups = 1;
     FV_TRY(conv_check(&d));
+    if (ys) {
+        int f16 = d.dtype == FV_DTYPE_F16;
+        FV_REQUIRE(
+            ys >= d.k && (!f16 || (ys % 8 == 0 && d.k % 8 == 0)), FV_ERR_BAD_PARAM,
+            "conv2d: an output slice of pixel stride %d with K=%d: the stride must be >= K%s", ys,
+            d.k, f16 ? ", and both multiples of 8 on F16" : "");
+        FV_REQUIRE(!(d.flags & FV_CONV2D_RESIDUAL), FV_ERR_BAD_PARAM,
+                   "conv2d: an op with FV_CONV2D_RESIDUAL writes dense outputs only");
+    }
     d.activation_alpha = fv__activation_alpha(d.activation, d.activation_alpha);
     size_t nw = (size_t)d.k * (d.c / d.groups) * d.r * d.s;
     for (size_t i = 0; i < nw; i++)
@@ -160,6 +181,7 @@ fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2
     op->desc = d;
     op->p = fv_conv_output_dim(d.h, d.r, d.stride_h, d.pad_h, d.dilation_h);
     op->q = fv_conv_output_dim(d.w, d.s, d.stride_w, d.pad_w, d.dilation_w);
+    op->ys = ys;
     fv_status s = ctx->be->conv2d_create(op, desc->weights, desc->bias);
     if (s != FV_OK) {
         free(op);
@@ -198,6 +220,14 @@ static fv_status conv_check_tensors(fv_conv2d *op, const fv_tensor *in, const fv
     const fv_conv2d_desc *d = &op->desc;
     FV_TRY(check_tensor("conv2d", "input", op->ctx, in, d->n, d->h, d->w, d->c, d->dtype));
     FV_TRY(check_tensor("conv2d", "output", op->ctx, out, d->n, op->p, op->q, d->k, d->dtype));
+    size_t ys = op->ys ? (size_t)op->ys : (size_t)out->shape.c_stored;
+    FV_REQUIRE(out->shape.stride[2] == ys && out->shape.stride[1] == ys * (size_t)op->q &&
+                   out->shape.stride[0] == ys * (size_t)op->q * (size_t)op->p,
+               FV_ERR_BAD_SHAPE,
+               "conv2d: the output tensor's pixel stride is %zu elements but the op writes %zu",
+               out->shape.stride[2], ys);
+    FV_REQUIRE(!op->ys || d->dtype != FV_DTYPE_F16 || (uintptr_t)fv__tensor_ptr(out) % 16 == 0,
+               FV_ERR_BAD_PARAM, "conv2d: an F16 output slice must be 16-byte aligned");
     FV_REQUIRE(in != out && in->data != out->data, FV_ERR_BAD_PARAM,
                "conv2d: input and output must be distinct tensors");
     if (d->flags & FV_CONV2D_RESIDUAL) {

@@ -191,7 +191,8 @@ static bool elementwise_inplace(const fv__nlayer *l) {
  * A concat input t becomes a view: channels [c0, c0 + C) of the concat's
  * output, with its pixel stride, which t's producer writes and t's readers
  * read in place. The net's own kernels (net_ops.h) take any fv__view; a
- * convolution or fc (fv_conv2d, cuBLASLt) takes dense tensors only. */
+ * convolution writes such a slice (fv__conv2d_create_into) but reads dense
+ * tensors only, and an fc (cuBLASLt) takes dense tensors only. */
 static bool takes_strides(const fv__nlayer *l) {
     switch (l->kind) {
     case FV__L_CONVT:
@@ -222,8 +223,27 @@ static bool reads(const fv__nlayer *l, int t) {
            (l->kind == FV__L_CONV && l->res == t);
 }
 
-/* Input j (tensor t) of concat layer ci can be written in place. */
-static bool can_view(const fv_net *net, int ci, int j) {
+/* Whether convolution layer l can write its output as channels [c0, c0 + K)
+ * of a wider tensor: not an fc, no fused residual (its add reads a dense
+ * tensor laid out as the output), and on F16 whole 16-byte vectors (K and
+ * c0 multiples of 8: no padding lanes, an aligned address). */
+static bool conv_writes_slice(const fv_net *net, const fv__nlayer *l, int c0) {
+    if (l->kind != FV__L_CONV || l->b->is_fc || l->res >= 0) return false;
+    return net->dtype != FV_DTYPE_F16 || (net->tensors[l->out].c % 8 == 0 && c0 % 8 == 0);
+}
+
+/* Whether a convolution writes a slice of tensor t (or of a slice of it). */
+static bool has_conv_slice(const fv_net *net, int t) {
+    for (int u = 0; u < net->ntensors; u++)
+        if (net->tensors[u].host == t && net->tensors[u].first >= 0 &&
+            (net->layers[net->tensors[u].first].kind == FV__L_CONV || has_conv_slice(net, u)))
+            return true;
+    return false;
+}
+
+/* Input j (tensor t, channels [c0, ...) of the output) of concat layer ci can
+ * be written in place. */
+static bool can_view(const fv_net *net, int ci, int j, int c0) {
     const fv__nlayer *cat = &net->layers[ci];
     const fv__ntensor *T = net->tensors;
     int t = cat->b->in[j];
@@ -232,7 +252,11 @@ static bool can_view(const fv_net *net, int ci, int j) {
     if (T[t].io != 0 || T[t].host >= 0 || T[t].first < 0) return false;
     for (int k = 0; k < cat->b->nin; k++)
         if (k != j && cat->b->in[k] == t) return false;
-    if (net->layers[T[t].first].out != t || !takes_strides(&net->layers[T[t].first])) return false;
+    const fv__nlayer *prod = &net->layers[T[t].first];
+    if (prod->out != t || !(takes_strides(prod) || conv_writes_slice(net, prod, c0))) return false;
+    /* an inner concat whose slices a convolution writes: the conv's slice
+     * moves by c0 too, which must keep it aligned */
+    if (net->dtype == FV_DTYPE_F16 && c0 % 8 != 0 && has_conv_slice(net, t)) return false;
     for (int i = T[t].first + 1; i <= T[t].last; i++)
         if (i != ci && reads(&net->layers[i], t) && !takes_strides(&net->layers[i])) return false;
     return true;
@@ -254,7 +278,7 @@ static void elide_concats(fv_net *net) {
         fv__nlayer *l = &net->layers[i];
         if (l->kind != FV__L_CONCAT) continue;
         for (int j = 0, c0 = 0; j < l->b->nin; c0 += T[l->b->in[j]].c, j++) {
-            if (!can_view(net, i, j)) continue;
+            if (!can_view(net, i, j, c0)) continue;
             T[l->b->in[j]].host = l->out;
             T[l->b->in[j]].c0 = c0;
             l->views++;
@@ -527,7 +551,9 @@ static fv_status build_conv(fv_net *net, fv__nlayer *l) {
                         .bias = bias,
                         .flags = ((net->flags & FV_NET_AUTOTUNE) ? FV_CONV2D_AUTOTUNE : 0) |
                                  (l->res >= 0 ? FV_CONV2D_RESIDUAL : 0)};
-    fv_status s = fv_conv2d_create(net->ctx, &d, &l->conv);
+    /* a concat input written in place: the concat buffer's pixel stride */
+    const fv__ntensor *y = &net->tensors[l->out];
+    fv_status s = fv__conv2d_create_into(net->ctx, &d, y->host >= 0 ? y->view.ps : 0, &l->conv);
     free(wf), free(bf);
     return s;
 }

@@ -299,16 +299,20 @@ FV_CLONES static void ring_fill(const fv_conv2d *op, const cpu_conv *st, const f
             dst[c * pl + x] = src[x * cs + c];
 }
 
-/* Stores the K x Q accumulators as output row (n, p), NHWC. */
+/* Stores the K x Q accumulators as output row (n, p), NHWC: channels
+ * [0, K) of each pixel and, in a dense F16 tensor, zeros in its padding
+ * lanes [K, c_stored). An output slice of a wider tensor (op->ys) has no
+ * padding lanes (K is a multiple of 8 on F16): the channels past K are
+ * another layer's. */
 FV_CLONES static void store_row(const fv_conv2d *op, const cpu_conv *st, fv_tensor *out, int n,
                                 int p) {
     const int K = op->desc.k, Q = op->q;
-    const size_t cs = (size_t)out->shape.c_stored;
+    const size_t cs = out->shape.stride[2];
     const size_t o0 = (((size_t)n * op->p + p) * Q) * cs;
     const float *a = st->acc;
     if (out->shape.dtype == FV_DTYPE_F32) {
         float *o = (float *)out->data + o0;
-        if (K == 1) {
+        if (K == 1 && cs == 1) {
             memcpy(o, a, (size_t)Q * sizeof *o);
             return;
         }
@@ -320,7 +324,7 @@ FV_CLONES static void store_row(const fv_conv2d *op, const cpu_conv *st, fv_tens
     fv_half *restrict h = st->hout, *o = (fv_half *)out->data + o0;
     for (size_t i = 0; i < (size_t)K * Q; i++)
         h[i] = f2h(a[i]);
-    if (cs == 8) { /* whole pixels, padding lanes zero */
+    if (cs == 8 && !op->ys) { /* whole pixels, padding lanes zero */
         for (int q = 0; q < Q; q++) {
             fv_half px[8];
             for (int k = 0; k < 8; k++)
@@ -329,7 +333,7 @@ FV_CLONES static void store_row(const fv_conv2d *op, const cpu_conv *st, fv_tens
         }
         return;
     }
-    if (cs != (size_t)K) memset(o, 0, (size_t)Q * cs * sizeof *o); /* padding lanes */
+    if (cs != (size_t)K && !op->ys) memset(o, 0, (size_t)Q * cs * sizeof *o); /* padding lanes */
     for (int q = 0; q < Q; q++)
         for (int k = 0; k < K; k++)
             o[(size_t)q * cs + k] = h[(size_t)k * Q + q];
@@ -412,7 +416,7 @@ fv_status fv__cpu_conv2d_create(fv_conv2d *op, const float *weights, const float
     int round_w = (ctx->flags & FV_CONTEXT_CPU_ROUND_F16) || d->dtype == FV_DTYPE_F16;
     st->round_f16 = (ctx->flags & FV_CONTEXT_CPU_ROUND_F16) && d->dtype == FV_DTYPE_F32;
     st->path = d->dtype == FV_DTYPE_F32 && d->c == 1 && d->k == 1 && d->stride_w == 1 &&
-                       !(d->flags & FV_CONV2D_RESIDUAL)
+                       !(d->flags & FV_CONV2D_RESIDUAL) && op->ys == 0
                    ? PATH_STENCIL
                    : PATH_PLANAR;
     const size_t nw = (size_t)d->k * (d->c / d->groups) * d->r * d->s;

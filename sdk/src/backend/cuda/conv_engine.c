@@ -86,11 +86,12 @@ static fv_status workspace_reserve(fv_context *ctx, size_t bytes) {
 }
 
 /* ---- formulations -------------------------------------------------------- */
-static int add_form(fv__conv_form *out, int n, int groups, int wc, int kp, int cs, int cd,
-                    const char *what) {
+static int add_form(const fv_conv2d *op, fv__conv_form *out, int n, int groups, int wc, int kp,
+                    int cs, int cd, const char *what) {
     for (int i = 0; i < n; i++)
         if (!out[i].kr && out[i].groups == groups && out[i].cd == cd && out[i].wc == wc) return n;
-    out[n] = (fv__conv_form){groups, wc, kp, cs, cd, 0, 0, ""};
+    out[n] = (fv__conv_form){
+        .groups = groups, .wc = wc, .kp = kp, .cs = cs, .cd = cd, .ys = op->ys ? op->ys : kp};
     if (cd == cs)
         snprintf(out[n].name, sizeof out[n].name, "%s, C padded to %d, K to %d", what, cs, kp);
     else
@@ -106,7 +107,14 @@ static int add_direct_form(const fv_conv2d *op, fv__conv_form *out, int n, int c
     int cp = FV_ROUND_UP(d->c, 8), kp = FV_ROUND_UP(d->k, 8);
     if (cm > cp || kp > 64) return n;
     int kr = pair ? 16 * (d->s / 2 > 1 ? d->s / 2 : 1) : FV_ROUND_UP(d->s * cm, 16);
-    out[n] = (fv__conv_form){1, cm, kp, cp, cm, kr, pair, ""};
+    out[n] = (fv__conv_form){.groups = 1,
+                             .wc = cm,
+                             .kp = kp,
+                             .cs = cp,
+                             .cd = cm,
+                             .kr = kr,
+                             .pair = pair,
+                             .ys = op->ys ? op->ys : kp};
     snprintf(out[n].name, sizeof out[n].name, "direct, C stored as %d, read as %d%s, K %d", cp, cm,
              pair ? " in pairs" : "", kp);
     return n + 1;
@@ -159,17 +167,17 @@ static int cudnn_formulations(const fv_conv2d *op, fv__conv_form *out, int all, 
     const fv_conv2d_desc *d = &op->desc;
     int cp = FV_ROUND_UP(d->c, 8), kp = FV_ROUND_UP(d->k, 8);
     if (d->groups > 1 && d->groups == d->c && d->c == d->k) {
-        n = add_form(out, n, cp, 1, cp, cp, cp, "depthwise");
+        n = add_form(op, out, n, cp, 1, cp, cp, cp, "depthwise");
     } else if (d->groups > 1 && d->c % 8 == 0 && d->k % 8 == 0 && (d->c / d->groups) % 8 == 0 &&
                (d->k / d->groups) % 8 == 0) {
-        n = add_form(out, n, d->groups, d->c / d->groups, d->k, d->c, d->c, "grouped");
+        n = add_form(op, out, n, d->groups, d->c / d->groups, d->k, d->c, d->c, "grouped");
     }
     const char *dense = d->groups > 1 ? "groups as dense" : "dense";
-    n = add_form(out, n, 1, cp, kp, cp, cp, dense);
+    n = add_form(op, out, n, 1, cp, kp, cp, cp, dense);
     if (all && d->groups == 1) {
         int c4 = FV_ROUND_UP(d->c, 4);
-        n = add_form(out, n, 1, c4, kp, cp, c4, dense);
-        n = add_form(out, n, 1, d->c, kp, cp, d->c, dense);
+        n = add_form(op, out, n, 1, c4, kp, cp, c4, dense);
+        n = add_form(op, out, n, 1, d->c, kp, cp, d->c, dense);
     }
     return n;
 }
@@ -249,7 +257,7 @@ static int warm_up(fv_conv2d *op, conv_state *st) {
     const fv_conv2d_desc *d = &op->desc;
     fv_pool *dev = ctx->pools[FV_POOL_DEVICE];
     size_t xb = (size_t)d->n * d->h * d->w * st->c.f.cs * 2;
-    size_t yb = (size_t)d->n * op->p * op->q * st->c.f.kp * 2;
+    size_t yb = (size_t)d->n * op->p * op->q * st->c.f.ys * 2;
     void *x = NULL, *y = NULL, *z = NULL, *ws = fv__cuda_state_of(ctx)->ws;
     int res = (d->flags & FV_CONV2D_RESIDUAL) != 0;
     fv__bdesc vp = NULL;
@@ -344,7 +352,7 @@ static fv_status create(fv_conv2d *op, const float *weights, const float *bias, 
     op->be_state = st;
     /* remember the choice: fv_context_profile_save persists it */
     fv__engine_choice e = st->c.choice;
-    fv__conv2d_key(d, op->has_bias, e.key, sizeof e.key);
+    fv__conv2d_op_key(op, e.key, sizeof e.key);
     e.workspace = st->c.ws;
     e.ms = isfinite(st->ms) ? st->ms : 0.0f;
     if (strncmp(st->c.how, "profile", 7) != 0) {
@@ -382,7 +390,7 @@ static fv_status choose(fv_conv2d *op, const float *weights, const float *bias, 
     /* 1. the profile */
     if (!tune && !(d->flags & (FV_CONV2D_NO_PROFILE | FV_CONV2D_DIRECT))) {
         char key[FV__PROFILE_KEY];
-        fv__conv2d_key(d, op->has_bias, key, sizeof key);
+        fv__conv2d_op_key(op, key, sizeof key);
         const fv__engine_choice *e = fv__profile_find(ctx->profile, key);
         if (e && (e->path == FV__PATH_DIRECT || e->path == FV__PATH_GEMM) &&
             (d->flags & FV_CONV2D_NO_DIRECT)) {

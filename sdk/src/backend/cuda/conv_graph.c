@@ -34,12 +34,13 @@ static void destroy(fv__bdesc *d) {
     *d = NULL;
 }
 
-/* A tensor of dims (n, c, h, w) stored NHWC with cs channels between pixels. */
-static cudnnStatus_t make_tensor(fv__bdesc *out, int64_t uid, cudnnDataType_t dt, int64_t n,
-                                 int64_t c, int64_t h, int64_t w, int64_t cs, int is_virtual) {
+/* A tensor of dims (n, c, h, w) stored NHWC with cs channels between pixels,
+ * its address aligned to align bytes. */
+static cudnnStatus_t make_tensor_aligned(fv__bdesc *out, int64_t uid, cudnnDataType_t dt, int64_t n,
+                                         int64_t c, int64_t h, int64_t w, int64_t cs,
+                                         int is_virtual, int64_t align) {
     int64_t dims[4] = {n, c, h, w};
     int64_t strides[4] = {h * w * cs, 1, w * cs, cs};
-    int64_t align = FV_ALIGN;
     bool virt = is_virtual != 0;
     TRY_BE(cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, out));
     TRY_BE(set_attr(*out, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt));
@@ -49,6 +50,12 @@ static cudnnStatus_t make_tensor(fv__bdesc *out, int64_t uid, cudnnDataType_t dt
     TRY_BE(set_attr(*out, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align));
     if (virt) TRY_BE(set_attr(*out, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &virt));
     return cudnnBackendFinalize(*out);
+}
+
+/* The same at FV_ALIGN (every carve-out of a pool). */
+static cudnnStatus_t make_tensor(fv__bdesc *out, int64_t uid, cudnnDataType_t dt, int64_t n,
+                                 int64_t c, int64_t h, int64_t w, int64_t cs, int is_virtual) {
+    return make_tensor_aligned(out, uid, dt, n, c, h, w, cs, is_virtual, FV_ALIGN);
 }
 
 static cudnnStatus_t make_pointwise(fv__bdesc *op, fv__bdesc *pw, cudnnPointwiseMode_t mode,
@@ -143,7 +150,9 @@ cudnnStatus_t fv__conv_graph_build(const fv_conv2d *op, const fv__conv_form *f,
     /* W: (kp, wc, r, s) stored KRSC */
     TRY_BE(make_tensor(&g->t[1], UID_W, half, f->kp, f->wc, d->r, d->s, f->wc, 0));
     if (has_bias) TRY_BE(make_tensor(&g->t[2], UID_B, pw ? flt : half, 1, f->kp, 1, 1, f->kp, 0));
-    TRY_BE(make_tensor(&g->t[3], UID_Y, half, d->n, f->kp, op->p, op->q, f->kp, 0));
+    /* y: a channel slice of a wider tensor (a net's concat) is 16-byte aligned */
+    TRY_BE(make_tensor_aligned(&g->t[3], UID_Y, half, d->n, f->kp, op->p, op->q, f->ys, 0,
+                               f->ys == f->kp ? FV_ALIGN : 16));
     fv__bdesc conv_out = g->t[3];
     if (has_z) TRY_BE(make_tensor(&g->t[6], UID_Z, half, d->n, f->kp, op->p, op->q, f->kp, 0));
     if (has_bias || has_act || ident || has_z) { /* a virtual intermediate feeds the epilogue */
@@ -393,8 +402,12 @@ fv_status fv__conv_legacy_init(const fv_conv2d *op, const fv__conv_form *f, fv__
     /* the input as declared (cd channels) inside its stored pixels (cs) */
     FV_CUDNN_TRY(cudnnSetTensor4dDescriptorEx(l->x, CUDNN_DATA_HALF, d->n, f->cd, d->h, d->w,
                                               d->h * d->w * f->cs, 1, d->w * f->cs, f->cs));
-    FV_CUDNN_TRY(cudnnSetTensor4dDescriptor(l->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, d->n, f->kp,
-                                            op->p, op->q));
+    if (f->ys == f->kp)
+        FV_CUDNN_TRY(cudnnSetTensor4dDescriptor(l->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_HALF, d->n,
+                                                f->kp, op->p, op->q));
+    else /* a channel slice of a wider tensor */
+        FV_CUDNN_TRY(cudnnSetTensor4dDescriptorEx(l->y, CUDNN_DATA_HALF, d->n, f->kp, op->p, op->q,
+                                                  op->p * op->q * f->ys, 1, op->q * f->ys, f->ys));
     FV_CUDNN_TRY(cudnnSetFilter4dDescriptor(l->w, CUDNN_DATA_HALF, CUDNN_TENSOR_NHWC, f->kp, f->wc,
                                             d->r, d->s));
     FV_CUDNN_TRY(cudnnSetConvolution2dDescriptor(l->c, d->pad_h, d->pad_w, d->stride_h, d->stride_w,

@@ -82,7 +82,7 @@ void fv__conv_plan_cache_store(fv_conv2d *op, const fv__conv_cand *c) {
     fv_context *ctx = op->ctx;
     if (!fv__conv_uses_graph(c->path) || !c->plan || c->plan_cached) return;
     char key[FV__PROFILE_KEY];
-    fv__conv2d_key(&op->desc, op->has_bias, key, sizeof key);
+    fv__conv2d_op_key(op, key, sizeof key);
     const fv__engine_choice *e = fv__profile_find(ctx->profile, key);
     /* a blob is bound to its entry: only for the choice the entry names */
     if (!e || e->path != c->path || e->cdecl_ != c->f.cd || e->engine != c->choice.engine) return;

@@ -64,7 +64,7 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
     int early = fv__cuda_state_of(ctx)->pdl;
     if (c->path == FV__PATH_GRAPH_SPLIT) {
         FV_CUDNN_TRY(cudnnBackendExecute(h, c->plan, vp));
-        return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k,
+        return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, c->f.ys, d->k,
                                       op->has_bias ? b : NULL, z, d->activation,
                                       d->activation_alpha, early);
     }
@@ -72,8 +72,8 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
         c->path == FV__PATH_GRAPH_PW16) {
         FV_CUDNN_TRY(cudnnBackendExecute(h, c->plan, vp));
         if (d->activation == FV_ACT_SIGMOID && c->f.kp > d->k)
-            return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL,
-                                          NULL, FV_ACT_IDENTITY, 0.0f, early);
+            return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, c->f.ys, d->k,
+                                          NULL, NULL, FV_ACT_IDENTITY, 0.0f, early);
         return FV_OK;
     }
     /* fovea's kernels: with a residual, the bias inside, then the add and
@@ -88,8 +88,8 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
             FV_TRY(fv__conv_gemm_run(fv__cuda_stream(ctx), &c->gg, x, y, w, bf, kact,
                                      d->activation_alpha, ws));
         if (!z) return FV_OK;
-        return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL, z,
-                                      d->activation, d->activation_alpha, early);
+        return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, c->f.ys, d->k, NULL,
+                                      z, d->activation, d->activation_alpha, early);
     }
     float alpha = 1.0f, beta = 0.0f, alpha2 = z ? 1.0f : 0.0f;
     if (c->path == FV__PATH_LEGACY_FUSED) {
@@ -99,13 +99,13 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
                                                            c->algo, ws, c->ws, &alpha2, l->y,
                                                            z ? z : y, l->b, b, l->act, l->y, y));
         if (d->activation == FV_ACT_SIGMOID && c->f.kp > d->k)
-            return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k, NULL,
-                                          NULL, FV_ACT_IDENTITY, 0.0f, early);
+            return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, c->f.ys, d->k,
+                                          NULL, NULL, FV_ACT_IDENTITY, 0.0f, early);
         return FV_OK;
     }
     FV_CUDNN_TRY(cudnnConvolutionForward(h, &alpha, l->x, x, l->w, w, l->c, c->algo, ws, c->ws,
                                          &beta, l->y, y));
-    return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, d->k,
+    return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, c->f.ys, d->k,
                                   op->has_bias ? b : NULL, z, d->activation, d->activation_alpha,
                                   early);
 }
@@ -213,7 +213,7 @@ fv_status fv__conv_time(fv_conv2d *op, fv__conv_cand *cands, fv__conv_legacy *le
         ms[i] = INFINITY;
     if (n == 0) return FV_OK;
     size_t xb = (size_t)d->n * d->h * d->w * cands[0].f.cs * 2;
-    size_t yb = (size_t)d->n * op->p * op->q * cands[0].f.kp * 2;
+    size_t yb = (size_t)d->n * op->p * op->q * cands[0].f.ys * 2;
     size_t wsb = 0, cb = 0;
     for (int i = 0; i < n; i++) {
         if (cands[i].ws > wsb) wsb = cands[i].ws;

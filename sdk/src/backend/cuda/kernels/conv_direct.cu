@@ -26,6 +26,7 @@ struct direct_args {
     const __half *w;
     const float *bias; /* kp FP32 values, or NULL */
     int h, w_in, cs, p, q, kp, k, r, sh, sw, ph, pw, kr;
+    int ys;                           /* output pixel stride */
     int rows_in, cols_in, row_stride; /* the input window in shared memory */
     int win_halves;                   /* one window buffer, rounded to 128 bytes */
     int n;
@@ -121,7 +122,7 @@ __device__ __forceinline__ void epilogue(const direct_args &a, Put put, float *s
     float *st = stage + warp * STAGE_FLOATS;
     const int oy = oy0 + warp;
     if (oy >= a.p) return; /* whole warp: no shared-memory traffic either */
-    __half *yrow = a.y + ((size_t)n * a.p + oy) * a.q * a.kp;
+    __half *yrow = a.y + ((size_t)n * a.p + oy) * a.q * a.ys;
 #pragma unroll
     for (int j = 0; j < NF; j += 2) {
         if (j + 1 < NF) {
@@ -138,7 +139,7 @@ __device__ __forceinline__ void epilogue(const direct_args &a, Put put, float *s
                 const float4 first = src[t], second = src[t ^ 1];
                 if (ox < a.q)
                     store8<ACT>(a, t ? second : first, t ? first : second, b,
-                                yrow + (size_t)ox * a.kp, (j + t) * 8);
+                                yrow + (size_t)ox * a.ys, (j + t) * 8);
             }
         } else {
             put(j, st);
@@ -149,7 +150,7 @@ __device__ __forceinline__ void epilogue(const direct_args &a, Put put, float *s
             float b[8];
             bias8(sbias, j * 8, b);
             if (ox < a.q)
-                store8<ACT>(a, t ? second : first, t ? first : second, b, yrow + (size_t)ox * a.kp,
+                store8<ACT>(a, t ? second : first, t ? first : second, b, yrow + (size_t)ox * a.ys,
                             j * 8);
         }
         __syncwarp();
@@ -576,7 +577,8 @@ extern "C" fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_dir
                                          fv_activation act, float alpha) {
     kernel_fn f = pick(g);
     FV_REQUIRE(f && x && y && w && ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 16) == 0 &&
-                   ((uintptr_t)w % 16) == 0 && g->kr % 16 == 0,
+                   ((uintptr_t)w % 16) == 0 && g->kr % 16 == 0 &&
+                   (g->ys == 0 || (g->ys >= g->kp && g->ys % 8 == 0)),
                FV_ERR_INTERNAL, "direct conv: bad arguments (cm=%d kp=%d kr=%d)", g->cm, g->kp,
                g->kr);
     direct_args a;
@@ -585,6 +587,7 @@ extern "C" fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_dir
     a.w = static_cast<const __half *>(w);
     a.bias = static_cast<const float *>(bias);
     a.h = g->h, a.w_in = g->w, a.cs = g->cs, a.p = g->p, a.q = g->q, a.kp = g->kp, a.k = g->k;
+    a.ys = g->ys ? g->ys : g->kp;
     a.r = g->r, a.sh = g->sh, a.sw = g->sw, a.ph = g->ph, a.pw = g->pw, a.kr = g->kr;
     window_of(g, &a.rows_in, &a.cols_in, &a.row_stride);
     a.win_halves = window_halves(g);

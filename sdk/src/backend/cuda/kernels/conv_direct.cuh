@@ -47,6 +47,7 @@ typedef struct fv__conv_direct_geom {
     int pair;    /* 1: cm 4 in pairs of pixels (above) */
     int p, q;    /* output */
     int kp, k;   /* output channels stored (multiple of 8, <= 64), real */
+    int ys;      /* output pixel stride (elements, a multiple of 8, >= kp; 0: kp) */
     int r, s, sh, sw, ph, pw;
     int kr;         /* reduction per filter row: s * cm rounded up to 16;
                        pairs: 16 * max(1, s / 2) */

@@ -39,8 +39,8 @@ __device__ __forceinline__ uint4 apply(uint4 v, int c0, int k, const __half *bia
  * output of a large convolution is read once: latency, not arithmetic). */
 template <int ACT>
 __global__ void __launch_bounds__(THREADS)
-    epilogue_kernel(uint4 *y, size_t vecs, int kv, int k, const __half *bias, const uint4 *z,
-                    float alpha) {
+    epilogue_kernel(uint4 *y, size_t vecs, int kv, int yv, int k, const __half *bias,
+                    const uint4 *z, float alpha) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     /* launched early (programmatic dependent launch): the convolution's
      * output must be complete and visible first; a no-op otherwise */
@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
             const size_t i = base + u * stride;
-            if (i < vecs) v[u] = y[i];
+            if (i < vecs) v[u] = y[yv == kv ? i : i / kv * yv + i % kv];
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) {
@@ -61,13 +61,14 @@ __global__ void __launch_bounds__(THREADS)
             if (i < vecs) {
                 const int c0 = (int)(i % (size_t)kv) * 8;
                 if (ACT < 0 && c0 + 8 <= k) continue; /* nothing to clear */
-                y[i] = apply<ACT>(v[u], c0, k, bias, z ? z + i : nullptr, alpha);
+                y[yv == kv ? i : i / kv * yv + i % kv] =
+                    apply<ACT>(v[u], c0, k, bias, z ? z + i : nullptr, alpha);
             }
         }
     }
 }
 
-typedef void (*kernel_fn)(uint4 *, size_t, int, int, const __half *, const uint4 *, float);
+typedef void (*kernel_fn)(uint4 *, size_t, int, int, int, const __half *, const uint4 *, float);
 
 kernel_fn pick(fv_activation act, int pad_only) {
     if (pad_only) return epilogue_kernel<-1>;
@@ -90,10 +91,11 @@ kernel_fn pick(fv_activation act, int pad_only) {
 } // namespace
 
 extern "C" fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t pixels, int kp,
-                                            int k, const void *bias, const void *z,
+                                            int ys, int k, const void *bias, const void *z,
                                             fv_activation act, float alpha, int early) {
-    FV_REQUIRE(y && kp >= k && k >= 1 && kp % 8 == 0 && ((uintptr_t)y % 16) == 0 &&
-                   ((uintptr_t)bias % 16) == 0 && ((uintptr_t)z % 16) == 0,
+    FV_REQUIRE(y && kp >= k && k >= 1 && kp % 8 == 0 && ys >= kp && ys % 8 == 0 &&
+                   ((uintptr_t)y % 16) == 0 && ((uintptr_t)bias % 16) == 0 &&
+                   ((uintptr_t)z % 16) == 0,
                FV_ERR_INTERNAL, "conv epilogue: bad arguments (kp=%d k=%d)", kp, k);
     int pad_only = bias == NULL && z == NULL && act == FV_ACT_IDENTITY;
     if (pad_only && kp == k) return FV_OK;
@@ -118,13 +120,13 @@ extern "C" fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t
         at[0].val.programmaticStreamSerializationAllowed = 1;
         cfg.attrs = at;
         cfg.numAttrs = 1;
-        FV_CUDA_TRY(cudaLaunchKernelEx(&cfg, f, yv, vecs, kp / 8, k, bh, zv, alpha));
+        FV_CUDA_TRY(cudaLaunchKernelEx(&cfg, f, yv, vecs, kp / 8, ys / 8, k, bh, zv, alpha));
         return FV_OK;
     }
 #else
     (void)early;
 #endif
-    f<<<blocks, THREADS, 0, stream>>>(yv, vecs, kp / 8, k, bh, zv, alpha);
+    f<<<blocks, THREADS, 0, stream>>>(yv, vecs, kp / 8, ys / 8, k, bh, zv, alpha);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }

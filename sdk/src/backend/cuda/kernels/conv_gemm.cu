@@ -27,6 +27,7 @@ struct gemm_args {
     float *part;        /* [tile][split][BM * BN] FP32, splits > 1 */
     unsigned *counters; /* [tile], splits > 1 */
     int h, w_in, cs, p, q, kp, k, r, s, sh, sw, ph, pw, dh, dw;
+    int ys;     /* output pixel stride */
     int m;      /* output pixels */
     int mtiles; /* tiles along M */
     int cchunks, steps, splits;
@@ -99,7 +100,7 @@ __device__ __forceinline__ void load_step(const gemm_args &a, const a_rows &t, i
 template <int ACT>
 __device__ __forceinline__ void store8(const gemm_args &a, int m, int ch0, const float (&v)[8],
                                        const float (&b)[8]) {
-    *reinterpret_cast<uint4 *>(a.y + (size_t)m * a.kp + ch0) =
+    *reinterpret_cast<uint4 *>(a.y + (size_t)m * a.ys + ch0) =
         fv_k::act8<ACT>(v, b, ch0, a.k, a.alpha);
 }
 
@@ -326,6 +327,7 @@ extern "C" fv_status fv__conv_gemm_run(cudaStream_t stream, const fv__conv_gemm_
     a.part = static_cast<float *>(ws);
     a.counters = static_cast<unsigned *>(g->counters);
     a.h = g->h, a.w_in = g->w, a.cs = g->cs, a.p = g->p, a.q = g->q, a.kp = g->kp, a.k = g->k;
+    a.ys = g->ys ? g->ys : g->kp;
     a.r = g->r, a.s = g->s, a.sh = g->sh, a.sw = g->sw, a.ph = g->ph, a.pw = g->pw;
     a.dh = g->dh, a.dw = g->dw;
     a.m = g->n * g->p * g->q;

@@ -29,6 +29,7 @@ typedef struct fv__conv_gemm_geom {
     int n, h, w, cs; /* input; cs: channels stored (a multiple of 8) */
     int p, q;        /* output */
     int kp, k;       /* output channels stored (a multiple of 8), real */
+    int ys;          /* output pixel stride (elements, a multiple of 8, >= kp; 0: kp) */
     int r, s, sh, sw, ph, pw, dh, dw;
     int bn;         /* output channels a block: 32 or 64 */
     int splits;     /* blocks sharing a tile's reduction: 1..64, <= steps */
