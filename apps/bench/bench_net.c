@@ -36,7 +36,8 @@ typedef struct bn_opts {
     const char *model, *weights, *io, *json, *profile;
     const char *sms; /* --sms 8,16: green-context slices; NULL none */
     int batch, size, iters, warmup, autotune, layer_runs;
-    int cold; /* --cold: time the first and the 100th inference of the graph net */
+    int cold;   /* --cold: time the first and the 100th inference of the graph net */
+    int copies; /* --no-concat-views: every concat copies its inputs (FV_NET_NO_CONCAT_VIEWS) */
     fv_backend backend;
     double tol;
     long pool_mb, workspace_mb;
@@ -369,10 +370,10 @@ static int write_json(const bn_opts *o, const fv_context_info *ci, const fv_mode
                 "      \"layers\": %d, \"convolutions\": %d, \"arena_bytes\": %zu, "
                 "\"arena_lower_bound\": %zu, \"weight_bytes\": %zu, \"io_bytes\": %zu, "
                 "\"workspace_bytes\": %zu, \"cuda_graph\": %d, \"fused_bn\": %d, \"fused_act\": "
-                "%d, \"inplace\": %d}%s\n",
+                "%d, \"inplace\": %d, \"concat_elided\": %d}%s\n",
                 n->layers, n->convolutions, n->arena_bytes, n->arena_lower_bound, n->weight_bytes,
                 n->io_bytes, n->workspace_bytes, n->cuda_graph, n->fused_bn, n->fused_act,
-                n->inplace, i + 1 < nv ? "," : "");
+                n->inplace, n->concat_elided, i + 1 < nv ? "," : "");
     }
     fprintf(f, "  }");
     json_floors(f, fl);
@@ -441,6 +442,8 @@ static int parse(int argc, char **argv, bn_opts *o) {
             o->autotune = 1, takes = 0;
         else if (!strcmp(a, "--cold"))
             o->cold = 1, takes = 0;
+        else if (!strcmp(a, "--no-concat-views"))
+            o->copies = 1, takes = 0;
         else {
             fprintf(stderr, "fovea-bench net: unknown or incomplete option '%s'\n", a);
             return 1;
@@ -485,7 +488,8 @@ static fv_status one_inference(fv_context *ctx, fv_net *net, double *ms) {
 static int make_variant(fv_context *ctx, fv_models_arch arch, const fv_models_file *w,
                         const fv_models_file *io, const bn_opts *o, bn_variant *x,
                         fv_models_net *mi, int tune, int cold) {
-    fv_net_desc nd = {.flags = x->flags | (tune ? FV_NET_AUTOTUNE : 0)};
+    fv_net_desc nd = {.flags = x->flags | (tune ? FV_NET_AUTOTUNE : 0) |
+                               (o->copies ? FV_NET_NO_CONCAT_VIEWS : 0)};
     /* the builder (the app's part: the weights copied in) and the net's
      * create timed apart */
     double t0 = now_ms(), built_ms = 0;
@@ -704,9 +708,11 @@ int bench_cmd_net(int argc, char **argv) {
                (double)v[i].info.arena_bytes / (1 << 20));
     }
     printf(
-        "arena %.2f MiB, lower bound %.2f MiB; weights %.2f MiB; workspace %.2f MiB\n",
+        "arena %.2f MiB, lower bound %.2f MiB; weights %.2f MiB; workspace %.2f MiB; concat "
+        "inputs written in place %d%s\n",
         (double)v[0].info.arena_bytes / (1 << 20), (double)v[0].info.arena_lower_bound / (1 << 20),
-        (double)v[0].info.weight_bytes / (1 << 20), (double)v[0].info.workspace_bytes / (1 << 20));
+        (double)v[0].info.weight_bytes / (1 << 20), (double)v[0].info.workspace_bytes / (1 << 20),
+        v[0].info.concat_elided, o.copies ? " (--no-concat-views)" : "");
     if (bn_floor_of_net(v[0].net, mi.gmacs, &fl)) goto done;
     bn_floor_measure(&fl, o.backend == FV_BACKEND_CUDA, v[0].ok ? v[0].t.median_ms : NAN);
     bn_floor_print(&fl, o.model, o.batch);

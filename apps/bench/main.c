@@ -348,6 +348,7 @@ static const bench_cmd cmds[] = {
      "      (per-layer table, fv_net_profile)] [--tol 1e-2 (CPU 1e-4)] [--backend cuda|cpu]\n"
      "      [--device-pool-mb 2048] [--workspace-mb 0 (default)] [--json FILE]\n"
      "      [--cold (the graph net's create, first and 100th inference, wall clock)]\n"
+     "      [--no-concat-views (concats copy their inputs: FV_NET_NO_CONCAT_VIEWS)]\n"
      "      then the floors (GPU, measured in the run): DRAM fused = weights + inputs +\n"
      "      outputs once, DRAM by layer = weights + each layer's inputs and output once\n"
      "      (a scale, not a floor), TC = 2 x MACs at the FP16 GEMM peak; graph ms over\n"
