@@ -52,7 +52,8 @@ typedef struct options {
     int wait_ms;  /* longest a tick waits for the slower cameras */
     int sync;     /* every tick waits for every live camera (not stalled) */
     int loop, reconnect, json, quiet, cuda_graph;
-    int low_latency; /* one tick in flight: each finishes before the next is gathered */
+    int low_latency;   /* one tick in flight: each finishes before the next is gathered */
+    int keep_awake_ms; /* --keep-awake: a small copy and kernel this often while waiting (0: off) */
     const char *profile;
     int bitrate;
 } options;
@@ -156,11 +157,20 @@ typedef struct app {
     int taken[SLOTS][MAX_CAMERAS], held[SLOTS][MAX_CAMERAS];
     int64_t ts[SLOTS][MAX_CAMERAS];
     struct stats *st;
+    /* --keep-awake: a pinned host block copied into awake[0], then
+     * awake[2] = awake[0] + awake[1], while no frame is waiting */
+    fv_tensor *awake[3];
+    void *awake_host;
+    size_t awake_bytes;
 } app;
 
 /* Makes a->pipe: the cameras' ports, a->port/nports, the stage (with the
  * options' CUDA graph). 0, or -1 after printing why. */
 int loop_pipeline(app *a);
+/* --keep-awake on a CUDA context: the tensors and the pinned block it
+ * uses (set-up). 0, or -1 after printing why. */
+int loop_keep_awake_init(app *a);
+void loop_keep_awake_free(app *a);
 /* Runs ticks until the frames, the duration, the inputs or a signal end
  * them. *end says why; returns 0, or 1 after printing an error. */
 int loop_run(app *a, volatile sig_atomic_t *stop, const char **end);
@@ -190,6 +200,7 @@ struct stats {
     float warm[8];
     long nwarm;
     uint64_t rng;
+    long awake_runs; /* --keep-awake copies and kernels queued */
     cam_stats cam[MAX_CAMERAS];
 };
 

@@ -168,7 +168,8 @@ void report_summary(const options *o, const model *m, camera *cams, int n, stats
         printf(",\"gpu_ms_p50\":%.4f,\"gpu_ms_p99\":%.4f", g50, g99);
         for (int i = 0; i < 5; i++)
             printf(",\"%s_ms\":%.4f", stage_names[i], s->stage[i] / tk);
-        printf(",\"pool_carve_outs_while_running\":%ld,\"cameras\":[", allocs);
+        printf(",\"pool_carve_outs_while_running\":%ld,\"keep_awake_runs\":%ld,\"cameras\":[",
+               allocs, s->awake_runs);
         for (int i = 0; i < n; i++) {
             const camera *c = &cams[i];
             printf("%s{\"input\":", i ? "," : "");

@@ -11,8 +11,11 @@
  *             blended over it, to the byte (routing, pre-processing, the net,
  *             the argmax and the blend); status lines in JSON;
  *   ended     an input that ends after 3 frames beside an endless one: the
- *             run goes on, the ended one is reported "ended";
- *   errors    --help (exit 0, examples), bad options (2), more outputs than
+ *             run goes on, the ended one is reported "ended"; and
+ *             --low-latency --keep-awake 1 on a camera paced at 100 fps: on
+ *             CUDA the summary counts the keep-awake runs queued between
+ *             frames (> 0), on the CPU backend it says it is ignored (0);
+ *   errors    --help (exit 0, examples), bad options (2, --keep-awake 200 too), more outputs than
  *             inputs (2), a missing model or input (1, named); --device: a
  *             bad index or a device on the CPU backend (2), a missing CUDA
  *             device (1, named).
@@ -237,6 +240,27 @@ static void infer_ended(void **state) {
     free(text);
 }
 
+static void infer_keep_awake(void **state) {
+    (void)state;
+    char log[1024];
+    snprintf(log, sizeof log, "%s/infer_keep_awake.log", work_dir);
+    char *argv[] = {(char *)app, "--backend",       backend,         "--frames", "10",
+                    "--input",   "test://?fps=100", "--input-width", "64",       "--input-height",
+                    "48",        "--low-latency",   "--keep-awake",  "1",        "--json",
+                    NULL};
+    int rc = run_app(argv, log);
+    char *text = slurp(log);
+    const char *sum = summary_of(text);
+    if (rc != 0 || !sum || !strstr(sum, "\"ok\":true") || !strstr(sum, "\"batches\":10,"))
+        fail_msg("fovea-infer --keep-awake exited %d:\n%s", rc, text);
+    const char *k = strstr(sum, "\"keep_awake_runs\":");
+    assert_non_null(k);
+    long runs = strtol(k + 18, NULL, 10);
+    if (!strcmp(backend, "cuda") ? runs < 1 : (runs != 0 || !strstr(text, "ignored")))
+        fail_msg("%s: %ld keep-awake runs:\n%s", backend, runs, text);
+    free(text);
+}
+
 static void infer_errors(void **state) {
     (void)state;
     char log[1024];
@@ -250,6 +274,8 @@ static void infer_errors(void **state) {
     free(text);
     char *bad[] = {(char *)app, "--frobnicate", NULL};
     assert_int_equal(run_app(bad, log), 2);
+    char *awake[] = {(char *)app, "--keep-awake", "200", NULL};
+    assert_int_equal(run_app(awake, log), 2);
     char *task[] = {(char *)app, "--task", "detect", NULL};
     assert_int_equal(run_app(task, log), 2);
     char *mean[] = {(char *)app, "--mean", "1,2", NULL};
@@ -312,7 +338,8 @@ int main(int argc, char **argv) {
     }
     const struct CMUnitTest classify[] = {cmocka_unit_test(infer_classify)};
     const struct CMUnitTest segment[] = {cmocka_unit_test(infer_segment)};
-    const struct CMUnitTest ended[] = {cmocka_unit_test(infer_ended)};
+    const struct CMUnitTest ended[] = {cmocka_unit_test(infer_ended),
+                                       cmocka_unit_test(infer_keep_awake)};
     const struct CMUnitTest errors[] = {cmocka_unit_test(infer_errors)};
     if (!strcmp(argv[1], "classify")) return cmocka_run_group_tests(classify, NULL, NULL);
     if (!strcmp(argv[1], "segment")) return cmocka_run_group_tests(segment, NULL, NULL);
