@@ -109,6 +109,13 @@ static int prof_read(const char *path, prof *p, char *why, size_t why_n) {
     return rc;
 }
 
+/* A net's convolution with its residual add (":z1") or writing a channel
+ * slice of a concat (":y<stride>"): such an op runs only inside its net. */
+static int net_only_key(const char *key) {
+    const char *tail = strstr(key, ":f16:");
+    return tail && (!strcmp(tail, ":f16:z1") || !strncmp(tail, ":f16:y", 6));
+}
+
 #if FV_BUILT_WITH_CUDA
 static int cu_ok(cudaError_t e, char *why, size_t why_n, const char *what) {
     if (e == cudaSuccess) return 1;
@@ -168,13 +175,6 @@ done:
     free(ev);
     free(t);
     return rc;
-}
-
-/* A net's convolution with its residual add (":z1") or writing a channel
- * slice of a concat (":y<stride>"): such an op runs only inside its net. */
-static int net_only_key(const char *key) {
-    const char *tail = strstr(key, ":f16:");
-    return tail && (!strcmp(tail, ":f16:z1") || !strncmp(tail, ":f16:y", 6));
 }
 
 /* One profile entry on ctx. */
