@@ -4,7 +4,10 @@
  * on the files tests/unit's fixture net_models_generate writes with
  * apps/common/net_models.py; relative L2 error <= 1e-2. Where a net misses,
  * fv_net_compare against the CPU FP32 backend prints the layers that lose
- * the accuracy. Exit 77 (skipped) without a usable GPU.
+ * the accuracy. Exit 77 (skipped) without a usable GPU. FV_TEST_QUICK (the
+ * sanitizers): the CUDA-graph net only (its create runs every layer
+ * eagerly once too); FV_TEST_FILTER / FV_TEST_SKIP: cmocka's test filters
+ * (e.g. "test_unet"), for one net a sanitizer run.
  *
  * The folder of the generated files: FV_NET_MODELS_DIR (compiled in), or
  * the environment variable of that name. */
@@ -85,7 +88,7 @@ static void run_net(fv_models_arch arch, int n, int size) {
     fv_models_file *w = load(wname), *io = load(ioname);
     const uint32_t variants[2] = {0, FV_NET_CUDA_GRAPH};
     int failed = 0;
-    for (int v = 0; v < 2; v++) {
+    for (int v = fv_test_quick() ? 1 : 0; v < 2; v++) {
         fv_net *net = NULL;
         fv_net_desc nd = {.flags = variants[v]};
         FV_ASSERT_OK(fv_models_net_create(g_ctx, arch, w, n, size, size, &nd, &net, NULL));
@@ -141,6 +144,8 @@ int main(void) {
         cmocka_unit_test(test_mobilenet_v2),
         cmocka_unit_test(test_unet),
     };
+    if (getenv("FV_TEST_FILTER")) cmocka_set_test_filter(getenv("FV_TEST_FILTER"));
+    if (getenv("FV_TEST_SKIP")) cmocka_set_skip_filter(getenv("FV_TEST_SKIP"));
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     fv_context_destroy(g_cpu);
     fv_context_destroy(g_ctx);
