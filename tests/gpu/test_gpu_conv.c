@@ -620,6 +620,28 @@ static void legacy_fused_from_profile(void **state) {
     remove(path);
 }
 
+/* The context's profile saved to path with every conv entry naming path
+ * `forced` (engine 1), then cases[0..n) run on a new context from it: each
+ * within 2e-3 of the CPU; returns how many ran on that path (an entry the
+ * path refuses falls back to heuristics). */
+static int run_forced(const char *path, const char *forced, const conv_case *cases, size_t n) {
+    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+    assert_true(rewrite_conv_lines(path, forced, "1") >= (int)n);
+    fv_context *ctx2 = NULL, *saved = gpu;
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+    gpu = ctx2;
+    int ran = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = run_case(&cases[i], 1);
+        if (!(e <= 2e-3)) fail_msg("%s case %zu: error %.3e", forced, i, e);
+        ran += strcmp(last_info.path, forced) == 0;
+    }
+    gpu = saved;
+    fv_context_destroy(ctx2);
+    return ran;
+}
+
 /* FV_CONV2D_RESIDUAL (act(conv + bias + z)) on every path: by heuristics
  * (fovea's direct kernel for the small one, the GEMM for the small output
  * with a long reduction, cuDNN's fused graph for the rest), cuDNN only,
@@ -656,23 +678,9 @@ static void residual_matches_cpu_reference(void **state) {
     /* legacy-fused (alpha2 = 1, z) and legacy (+ the epilogue kernel) */
     const char *forced[2] = {"legacy-fused", "legacy"};
     for (int f = 0; f < 2; f++) {
-        FV_ASSERT_OK(fv_context_profile_save(gpu, path));
-        int rewritten = rewrite_conv_lines(path, forced[f], "1");
-        assert_true(rewritten >= NCASES);
-        fv_context *ctx2 = NULL, *saved = gpu;
-        fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
-        FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
-        gpu = ctx2;
-        int ran = 0;
-        for (size_t i = 0; i < NCASES; i++) {
-            double e = run_case(&cases[i], 1);
-            if (!(e <= 2e-3)) fail_msg("%s case %zu: error %.3e", forced[f], i, e);
-            ran += strcmp(last_info.path, forced[f]) == 0;
-        }
+        int ran = run_forced(path, forced[f], cases, NCASES);
         printf("  %d cases ran on path %s\n", ran, forced[f]);
         assert_true(ran >= 3); /* legacy-fused: the ReLU and identity cases */
-        gpu = saved;
-        fv_context_destroy(ctx2);
     }
     remove(path);
 }
@@ -713,25 +721,9 @@ static void output_slice_on_every_path(void **state) {
             if (!(e <= 2e-3)) fail_msg("pass %d case %zu: error %.3e", p, i, e);
         }
     const char *forced[2] = {"legacy-fused", "legacy"};
-    for (int f = 0; f < 2; f++) {
-        FV_ASSERT_OK(fv_context_profile_save(gpu, path));
-        int rewritten = rewrite_conv_lines(path, forced[f], "1");
-        assert_true(rewritten >= NCASES);
-        fv_context *ctx2 = NULL, *saved = gpu;
-        fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
-        FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
-        gpu = ctx2;
-        int ran = 0;
-        for (size_t i = 0; i < NCASES; i++) {
-            double e = run_case(&cases[i], 1);
-            if (!(e <= 2e-3)) fail_msg("%s case %zu: error %.3e", forced[f], i, e);
-            ran += strcmp(last_info.path, forced[f]) == 0;
-        }
+    for (int f = 0; f < 2; f++)
         printf("  %d of %d slice cases ran on path %s (the rest: refused by cuDNN, heuristics)\n",
-               ran, NCASES, forced[f]);
-        gpu = saved;
-        fv_context_destroy(ctx2);
-    }
+               run_forced(path, forced[f], cases, NCASES), NCASES, forced[f]);
     g_slice = 0;
     remove(path);
 }
