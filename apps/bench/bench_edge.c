@@ -327,12 +327,18 @@ static int report_check(const char *what, const edge_check *c) {
 
 /* filter.h's FUSED rule for this filter, computed exactly: the frame's
  * values 0..255 (RGB bytes; from YUYV, backend/pixel_math.h's float BT.601
- * conversion, clamped) rounded to FP16, the Laplacian summed over R, G, B
+ * conversion, clamped, on yuv_grid), the Laplacian summed over R, G, B
  * (exact in double, and in the kernel's FP32: FP16 values times small
  * integers), |x|, floor(x + 0.5) clamped to 255, in all three channels. For
  * RGB input this is the integer Laplacian PyTorch computes. */
 static float clamp255(float x) {
     return x < 0.0f ? 0.0f : (x > 255.0f ? 255.0f : x);
+}
+
+/* filter.h: YUV-converted values on the FP16 values with steps of at least
+ * 2^-8 (FP16 rounding from 4 up, multiples of 2^-8 below). */
+static float yuv_grid(float v) {
+    return v >= 4.0f ? fv_round_f16(v) : rintf(v * 256.0f) / 256.0f;
 }
 
 static int model_ref(const unsigned char *in, fv_pixel_format fmt, int w, int h,
@@ -351,9 +357,9 @@ static int model_ref(const unsigned char *in, fv_pixel_format fmt, int w, int h,
                 float c = 1.164f * (Y - 16.0f);
                 float t1 = 1.596f * e, t2 = -0.392f * d, t3 = -0.813f * e, t4 = 2.017f * d;
                 float g1 = c + t2;
-                r = fv_round_f16(clamp255(c + t1));
-                g = fv_round_f16(clamp255(g1 + t3));
-                b = fv_round_f16(clamp255(c + t4));
+                r = yuv_grid(clamp255(c + t1));
+                g = yuv_grid(clamp255(g1 + t3));
+                b = yuv_grid(clamp255(c + t4));
             }
             v[(size_t)y * w + x] = (float)((double)r + g + b);
         }

@@ -37,9 +37,16 @@
 /* bench_net.c: whole CNNs (net_vs_pytorch.py, run_net_bench.sh). */
 int bench_cmd_net(int argc, char **argv);
 
-/* bench_edge.c, built with the CUDA backend only. */
+/* bench_edge.c and bench_filter.c, built with the CUDA backend only. */
 int bench_cmd_edge(int argc, char **argv);
+int bench_cmd_filter(int argc, char **argv);
 #if !FV_BUILT_WITH_CUDA
+int bench_cmd_filter(int argc, char **argv) {
+    (void)argc, (void)argv;
+    fprintf(stderr, "fovea-bench filter: needs the CUDA backend, and this fovea was built "
+                    "without it (CPU only): configure with CUDA and cuDNN available\n");
+    return 2;
+}
 int bench_cmd_edge(int argc, char **argv) {
     (void)argc, (void)argv;
     fprintf(stderr, "fovea-bench edge: needs the CUDA backend, and this fovea was built without "
@@ -338,6 +345,16 @@ static const bench_cmd cmds[] = {
      "      [--gpu-runs 11] [--copy-reps 50] [--sizes 1080p,4k] [--formats rgb,yuyv]\n"
      "      [--image data/astronaut.png] [--device-pool-mb 3072] [--json FILE] [--dump DIR]\n"
      "      [--sms 8,16] (also on CUDA green contexts of that many SMs, with Orin estimates)"},
+    {"filter", bench_cmd_filter,
+     "GPU: fv_filter_apply on device frames against its DRAM floor (bytes read + written\n"
+     "      at a measured device-to-device copy bandwidth), every kind x input format x\n"
+     "      output at 1080p and 4K; each case checked first (AUTO's engine against FUSED,\n"
+     "      byte for byte where direct_exact; FUSED against the CPU backend; exit 1 on a\n"
+     "      mismatch); prints the worst ratio per size\n"
+     "      [--sizes 1080p,4k] [--formats gray,rgb,bgr,rgba,yuyv,uyvy,nv12]\n"
+     "      [--kinds laplacian,sobel,scharr,prewitt] [--outputs gray,rgb,bgr,rgba,rgb-color]\n"
+     "      [--engine auto|direct|fused] [--batch 50] [--runs 11] [--device-pool-mb 2048]\n"
+     "      [--json FILE]"},
     {"net", bench_cmd_net,
      "a whole CNN through fv_net (apps/common/net_models.c), weights from net_models.py:\n"
      "      output checked against PyTorch FP32 (--io) first (exit 1 above --tol), then\n"

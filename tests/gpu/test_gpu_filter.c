@@ -9,10 +9,10 @@
  * intermediate tensors, and replays from a CUDA graph.
  *
  * DIRECT against FUSED, on the GPU: byte for byte (padding included) where
- * fv_filter_info.direct_exact says the sums are exact (byte input formats,
- * built-in or coarse custom kernels); elsewhere (YUV input, fine custom
- * weights) at most one level on at most 0.1% of the bytes (FP32 roundings
- * in another order than the tensor cores'), or a threshold flip. Also at
+ * fv_filter_info.direct_exact says the sums are exact (every input format,
+ * YUV included, with built-in or coarse custom kernels); elsewhere (fine
+ * custom weights) at most one level on at most 0.1% of the bytes (FP32
+ * roundings in another order than the tensor cores'), or a threshold flip. Also at
  * odd sizes (1x1, 3x2, 1921x1079), widths not a multiple of 4, odd strides
  * and unaligned data pointers (every store width of the direct kernel).
  *
@@ -25,10 +25,13 @@
  *     rounded to FP16 (2^-11): A * 2^-10; custom weights rounded to FP16
  *     add A * 2^-11 (built-in kernels are small integers, exact);
  *   FUSED: bytes exact in FP16; YUV-converted values rounded to FP16
- *     (2^-11): A * 2^-11; FP32 accumulation of at most 675 products (< 2^-14
- *     relative to A); custom weights A * 2^-11;
- * so eb = A * 2^-10 * (1.1, or 1.6 for custom kernels) + 0.01; overlay adds
- * 0.13 (CONV's input value is v / 255 in FP16: within 2^-11 * 255);
+ *     (2^-11): A * 2^-11, and below 4 to multiples of 2^-8 (fv__yuv_grid:
+ *     2^-9 more per value, gain * sum |w| * 2^-9 in all); FP32 accumulation
+ *     of at most 675 products (< 2^-14 relative to A); custom weights
+ *     A * 2^-11;
+ * so eb = A * 2^-10 * (1.1, or 1.6 for custom kernels) + 0.01 (+ the YUV
+ * term); overlay adds 0.13 (CONV's input value is v / 255 in FP16: within
+ * 2^-11 * 255);
  * magnitude, max and mean are 1-Lipschitz. Rounding b to a byte:
  * |got - want| <= floor(eb) + 1. With a threshold T, a channel whose exact b
  * is within eb of T may come out either 0 or 255: skipped (and counted: at
@@ -170,6 +173,10 @@ static void reference(const fv_filter_desc *d, const fv_image *im, double *bref,
         for (int i = 0; i < 9; i++)
             k[0][i] = k0[i], k[1][i] = k0[(i % 3) * 3 + i / 3];
     }
+    /* FUSED and DIRECT: YUV-converted values within 2^-9 of FP16 rounding
+     * (pixel_math.h's fv__yuv_grid) */
+    const int yuv =
+        d->format == FV_PIXEL_YUYV || d->format == FV_PIXEL_UYVY || d->format == FV_PIXEL_NV12;
     float *vals = malloc(sizeof(float) * 3 * (size_t)W * H);
     assert_non_null(vals);
     for (int y = 0; y < H; y++)
@@ -178,7 +185,7 @@ static void reference(const fv_filter_desc *d, const fv_image *im, double *bref,
     for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++)
             for (int e = 0; e < m; e++) {
-                double g[2] = {0, 0}, a = 0;
+                double g[2] = {0, 0}, a = 0, aw = 0;
                 for (int kk = 0; kk < (pairs ? 2 : 1); kk++)
                     for (int c = 0; c < in_c; c++) {
                         if (m > 1 && c != e) continue;
@@ -189,12 +196,13 @@ static void reference(const fv_filter_desc *d, const fv_image *im, double *bref,
                                 double v = vals[3 * ((size_t)iy * W + ix) + c];
                                 g[kk] += k[kk][r * S + s] * v;
                                 a += fabs(k[kk][r * S + s]) * v;
+                                aw += fabs(k[kk][r * S + s]);
                             }
                     }
                 size_t o = 3 * ((size_t)y * W + x) + (size_t)e;
                 bref[o] = (pairs ? sqrt(g[0] * g[0] + g[1] * g[1]) : fabs(g[0])) * gain;
                 eb[o] = gain * a * (d->kind == FV_FILTER_CUSTOM ? 1.6 : 1.1) / 1024.0 + 0.01 +
-                        (d->overlay ? 0.13 : 0.0);
+                        (d->overlay ? 0.13 : 0.0) + (yuv ? gain * aw / 512.0 : 0.0);
             }
     free(vals);
 }

@@ -5,6 +5,7 @@
  * no pool allocation per frame. Bytes may differ by 1 where FP32 rounding
  * moves a value across a rounding boundary. */
 #include "fv_test.h"
+#include "backend/pixel_math.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -349,9 +350,83 @@ static void engine_choice_on_the_cpu(void **state) {
     fv_context_destroy(ctx);
 }
 
+/* YUV-converted values as FUSED and DIRECT take them (pixel_math.h's
+ * fv__yuv_grid): FP16 values, multiples of 2^-8, FP16 rounding from 4 up,
+ * within 2^-9 of the value below; over every (Y, U, V) triple's R, G, B. */
+static void yuv_values_lie_on_the_exact_grid(void **state) {
+    (void)state;
+    size_t below = 0;
+    for (int y = 0; y < 256; y++)
+        for (int u = 0; u < 256; u++)
+            for (int v = 0; v < 256; v++) {
+                float c[3];
+                fv__yuv_to_rgb((float)y, (float)u, (float)v, &c[0], &c[1], &c[2]);
+                for (int i = 0; i < 3; i++) {
+                    const float g = fv__yuv_grid(c[i]), h = fv_f16_to_f32(fv_f32_to_f16(c[i]));
+                    const float lo = rintf(c[i] * 256.0f) / 256.0f; /* the rule below 4 */
+                    if (fv_f16_to_f32(fv_f32_to_f16(g)) != g ||
+                        ldexpf(g, 8) != floorf(ldexpf(g, 8)))
+                        fail_msg("(%d,%d,%d)[%d]: %.9g -> %.9g: not an FP16 multiple of 2^-8", y, u,
+                                 v, i, (double)c[i], (double)g);
+                    if (c[i] >= 4.0f ? g != h : g != lo || fabsf(g - c[i]) > 1.0f / 512)
+                        fail_msg("(%d,%d,%d)[%d]: %.9g -> %.9g (FP16 %.9g)", y, u, v, i,
+                                 (double)c[i], (double)g, (double)h);
+                    below += c[i] > 0.0f && c[i] < 4.0f;
+                }
+            }
+    assert_true(below > 1000); /* the grid below 4 was reached */
+    /* ties go to even, as FP16's rounding */
+    assert_true(fv__yuv_grid(1.0f / 512) == 0.0f);
+    assert_true(fv__yuv_grid(3.0f / 512) == 4.0f / 512);
+    assert_true(fv__yuv_grid(255.0f) == 255.0f && fv__yuv_grid(0.0f) == 0.0f);
+    assert_true(fv__yuv_grid(254.9375f) == 255.0f); /* step 1/8 from 128: a tie, to even */
+}
+
+/* fv_filter_info.direct_exact: DIRECT's bytes provably FUSED's where every
+ * sum is exact in FP32: values (bytes, or YUV on the 2^-8 grid) times FP16
+ * weights (multiples of 2^-q), 255 * channels * sum |w| * 2^(q + qi) < 2^24. */
+static void direct_exact_follows_the_sums(void **state) {
+    (void)state;
+    fv_context *ctx;
+    FV_ASSERT_OK(fv_context_create(&(fv_context_desc){.backend = FV_BACKEND_CPU}, &ctx));
+    float fine[9], half[9];
+    for (int i = 0; i < 9; i++)
+        fine[i] = 0.1f, half[i] = i == 4 ? -4.0f : 0.5f;
+    const struct {
+        fv_pixel_format fmt;
+        fv_filter_kind kind;
+        const float *k;
+        int exact;
+    } cases[] = {
+        {FV_PIXEL_RGB24, FV_FILTER_SCHARR, NULL, 1},   {FV_PIXEL_YUYV, FV_FILTER_SCHARR, NULL, 1},
+        {FV_PIXEL_NV12, FV_FILTER_LAPLACIAN, NULL, 1}, {FV_PIXEL_UYVY, FV_FILTER_SOBEL, NULL, 1},
+        {FV_PIXEL_YUYV, FV_FILTER_CUSTOM, half, 1},    {FV_PIXEL_RGB24, FV_FILTER_CUSTOM, fine, 1},
+        {FV_PIXEL_YUYV, FV_FILTER_CUSTOM, fine, 0}, /* 255*3*0.9*2^(14+8) >= 2^24 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fv_filter_desc d = {.kind = cases[i].kind,
+                            .width = 64,
+                            .height = 32,
+                            .format = cases[i].fmt,
+                            .output = FV_FILTER_OUT_GRAY,
+                            .gain = 1.0f};
+        if (cases[i].k) d.kernel = cases[i].k, d.kernel_rows = d.kernel_cols = 3;
+        fv_filter *f;
+        FV_ASSERT_OK(fv_filter_create(ctx, &d, &f));
+        fv_filter_info fi;
+        FV_ASSERT_OK(fv_filter_info_get(f, &fi));
+        if (fi.direct_exact != cases[i].exact)
+            fail_msg("case %zu: direct_exact %d, want %d", i, fi.direct_exact, cases[i].exact);
+        fv_filter_destroy(f);
+    }
+    fv_context_destroy(ctx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(engine_choice_on_the_cpu),
+        cmocka_unit_test(yuv_values_lie_on_the_exact_grid),
+        cmocka_unit_test(direct_exact_follows_the_sums),
         cmocka_unit_test(every_kind_matches_the_reference),
         cmocka_unit_test(threshold_and_overlay_follow_the_rule),
         cmocka_unit_test(bad_descs_are_refused),

@@ -10,21 +10,24 @@
  *          cores (FP16 weights, FP32 accumulate) -> the same edge step with
  *          gain in place of 255 * gain -> bytes. No intermediate tensors.
  *   DIRECT: (CUDA, any GPU) one kernel on CUDA cores with FUSED's values
- *          (input values and weights rounded to FP16) and FP32 sums, built to
- *          run at the DRAM floor. Its bytes are FUSED's wherever the
+ *          (the same input values, weights rounded to FP16) and FP32 sums,
+ *          built to run at the DRAM floor. Its bytes are FUSED's wherever the
  *          convolution's sums are exact in FP32 (fv_filter_info.direct_exact:
- *          byte input formats with the built-in kernels, or custom kernels
+ *          every input format with the built-in kernels, or custom kernels
  *          whose FP16 weights are multiples of 2^-q with
- *          255 * channels summed * sum |w| * 2^q < 2^24); elsewhere (YUV
- *          input, fine custom weights) they may differ from FUSED's by a level
- *          where a value lies within FP32 rounding of a .5 boundary.
+ *          255 * channels summed * sum |w| * 2^(q + qi) < 2^24, qi = 0 for
+ *          byte formats and 8 for YUV); elsewhere (fine custom weights) they
+ *          may differ from FUSED's by a level where a value lies within FP32
+ *          rounding of a .5 boundary.
  * On the CPU backend the CONV engine runs in FP32 (F32 tensors, FP32
  * weights): the reference the GPU is tested against; with the context flag
  * FV_CONTEXT_CPU_ROUND_F16 it mirrors the GPU's FP16 storage instead.
  * Every engine follows the rule below, exactly in real arithmetic; they
  * differ only by rounding: CONV on the GPU rounds the values / 255 and the
- * convolution output to FP16; FUSED rounds only non-integer input values
- * (from YUV) to FP16 (bytes are exact); both round custom weights to FP16.
+ * convolution output to FP16; FUSED and DIRECT take bytes exactly and round
+ * YUV-converted values to nearest on the FP16 values with steps of at least
+ * 2^-8 (FP16 rounding from 4 up, multiples of 2^-8 below: within 2^-9 of
+ * FP16 rounding, and exact in their sums); all round custom weights to FP16.
  * Against the FP32 reference a byte may differ by a level or two, and a
  * pixel on the threshold may flip. Everything is made at fv_filter_create;
  * fv_filter_apply allocates nothing and does not synchronize (it may be

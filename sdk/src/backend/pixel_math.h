@@ -10,7 +10,11 @@
 
 #include <math.h>
 #include <stddef.h>
-#include "fovea/ops.h" /* fv_pixel_format */
+#include "fovea/fp16.h" /* fv_round_f16 */
+#include "fovea/ops.h"  /* fv_pixel_format */
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#endif
 
 #ifdef __CUDACC__
 #define FV_HD          __host__ __device__
@@ -57,6 +61,25 @@ FV_HD static inline void fv__yuv_to_rgb(float y, float u, float v, float *r, flo
     *r = fv__clamp255(fv__add(c, fv__mul(1.596f, e)));
     *g = fv__clamp255(fv__add(fv__add(c, fv__mul(-0.392f, d)), fv__mul(-0.813f, e)));
     *b = fv__clamp255(fv__add(c, fv__mul(2.017f, d)));
+}
+
+/* A YUV-converted value v (0..255, from fv__yuv_to_rgb) as the filter's
+ * FUSED and DIRECT engines take it: rounded to nearest (ties to even) on
+ * the FP16 values with steps of at least 2^-8, that is FP16 rounding from 4
+ * up (steps 2^-8 .. 2^-3) and multiples of 2^-8 below 4. Every result is an
+ * FP16 value and a multiple of 2^-8, so the convolution's sums of these
+ * values times FP16 weights are exact in FP32 (core/filter.c's
+ * direct_exact) and both engines give the same bytes; against plain FP16
+ * rounding it differs only below 4, by at most 2^-9. Computed as FP16
+ * rounding of v * 2^-16: FP16's subnormals (below 2^-14, steps of 2^-24)
+ * are then exactly the values below 4 in steps of 2^-8, and above them the
+ * relative steps are FP16's own; both scalings are exact. */
+FV_HD static FV_FORCEINLINE float fv__yuv_grid(float v) {
+#ifdef __CUDA_ARCH__
+    return __half2float(__float2half_rn(v * 1.52587890625e-05f)) * 65536.0f;
+#else
+    return fv_round_f16(v * 1.52587890625e-05f) * 65536.0f;
+#endif
 }
 
 /* Luma of R, G, B bytes (as floats): (0.299 R + 0.587 G) + 0.114 B. */

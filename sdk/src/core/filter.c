@@ -218,10 +218,12 @@ static float round_f16(float x) {
 }
 
 /* DIRECT's kernels (kernel 0, and its transpose for pairs), FP16-rounded as
- * FUSED's weights, and whether DIRECT's bytes are provably FUSED's: byte
- * input values (integers) and FP16 weights all multiples of 2^-q with
- * 255 * (channels summed) * sum |w| * 2^q < 2^24. Then every product and
- * every partial sum, in any order, is a multiple of 2^-q below 2^(24-q):
+ * FUSED's weights, and whether DIRECT's bytes are provably FUSED's: input
+ * values multiples of 2^-qi (bytes: 0; YUV-converted values on pixel_math.h's
+ * fv__yuv_grid: 8) and FP16 weights all multiples of 2^-q with
+ * 255 * (channels summed) * sum |w| * 2^(q + qi) < 2^24. Then every product
+ * and every partial sum, in any order, is a multiple of 2^-(q + qi) below
+ * 2^(24 - q - qi):
  * exact in FP32 (with or without FMA) and in the tensor cores' FP32
  * accumulation, so both engines feed the same value to the same edge step.
  * Reads desc.kernel: before fv_filter_create clears it. */
@@ -237,24 +239,26 @@ static void plan_direct_weights(fv_filter *f) {
         if (f->pairs) f->kd[rs + i] = round_f16(k0[(i % 3) * 3 + i / 3]); /* transpose */
     }
     const fv_pixel_format fmt = d->format;
-    const int bytes_in = fmt == FV_PIXEL_GRAY8 || fmt == FV_PIXEL_RGB24 || fmt == FV_PIXEL_BGR24 ||
-                         fmt == FV_PIXEL_RGBA32;
+    /* input values: bytes (integers), or YUV-converted on fv__yuv_grid
+     * (multiples of 2^-8) */
+    const int yuv = fmt == FV_PIXEL_YUYV || fmt == FV_PIXEL_UYVY || fmt == FV_PIXEL_NV12;
+    const int qi = yuv ? 8 : 0;
     int q = 0;
     double sum_max = 0.0;
     for (int k = 0; k < g; k++) {
         double sum = 0.0;
         for (int i = 0; i < rs; i++) {
             const double w = f->kd[k * rs + i]; /* FP16 values: q <= 24 */
-            int qi = 0;
-            while (qi < 40 && ldexp(w, qi) != floor(ldexp(w, qi)))
-                qi++;
-            if (qi > q) q = qi;
+            int qw = 0;
+            while (qw < 40 && ldexp(w, qw) != floor(ldexp(w, qw)))
+                qw++;
+            if (qw > q) q = qw;
             sum += fabs(w);
         }
         if (sum > sum_max) sum_max = sum;
     }
     const int summed = f->m == 1 ? f->in_c : 1;
-    f->direct_exact = bytes_in && ldexp(255.0 * summed * sum_max, q) < 16777216.0;
+    f->direct_exact = ldexp(255.0 * summed * sum_max, q + qi) < 16777216.0;
 }
 
 static fv_status run_kernel(fv_filter *f, fv_filter_engine e, const fv_image *in,

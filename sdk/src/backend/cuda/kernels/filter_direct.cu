@@ -1,15 +1,16 @@
 /* Direct filter: fv_filter on CUDA cores, from u8 frame to u8 frame, made to
  * run at the DRAM floor where the FUSED engine's im2col + WMMA does not (a
  * 3x3 stencil has almost no math; its cost is moving bytes). Kernels up to
- * 3 x 3 on byte input formats (every built-in kind) go to the strip kernel
+ * 3 x 3 (every built-in kind, every input format) go to the strip kernel
  * (filter_direct_strip.cu), which streams rows; this file's tiled kernel
- * runs the rest (YUV input, custom kernels from 5 x 5).
+ * runs the rest (custom kernels from 5 x 5).
  *
  * A block (32 x 8 threads) makes an output tile of TH x 128 pixels; a
  * thread makes RY rows of PX = 4 consecutive pixels:
  *   1. the input tile + halo -> shared memory as FP32 planes, by
- *      pixel_math.h's reader, each value rounded to FP16 as the FUSED engine
- *      rounds it (bytes are exact); zero outside the frame. One plane per
+ *      pixel_math.h's reader, each value as the FUSED engine takes it
+ *      (bytes as they are; YUV-converted values on fv__yuv_grid, FP16
+ *      values); zero outside the frame. One plane per
  *      edge channel; for one edge channel from three packed channels the
  *      plane holds the channels' sum, (v0 + v1) + v2: the kernel is the same
  *      on every channel, so sum_c sum_rs w v_c = sum_rs w (sum_c v_c);
@@ -27,14 +28,15 @@
  * representable FP32 value, any summation order, with or without FMA, and
  * the tensor cores' FP32 accumulation all give the exact sum; the edge step
  * is then the same IEEE sequence on the same value, so the bytes are the
- * FUSED engine's. core/filter.c proves that condition per filter: byte input
- * (integer values), FP16 weights all multiples of 2^-q, and 255 * channels
- * summed * sum |w| * 2^q < 2^24 (every product and partial sum is then a
- * multiple of 2^-q below 2^(24-q)); the built-in kernels need at most
- * 255 * 3 * 32 < 2^15. Otherwise (YUV input, fine custom weights) the sums
- * are FP32 roundings in this kernel's order, not the tensor cores': a byte
- * may differ from FUSED's by one level where a value lies within FP32
- * rounding of a .5 boundary. */
+ * FUSED engine's. core/filter.c proves that condition per filter: input
+ * values all multiples of 2^-qi (bytes: qi = 0; YUV-converted values on
+ * fv__yuv_grid: qi = 8), FP16 weights all multiples of 2^-q, and
+ * 255 * channels summed * sum |w| * 2^(q + qi) < 2^24 (every product and
+ * partial sum is then a multiple of 2^-(q + qi) below 2^(24 - q - qi));
+ * the built-in kernels need at most 255 * 3 * 32 * 2^8 < 2^23. Otherwise
+ * (fine custom weights) the sums are FP32 roundings in this kernel's
+ * order, not the tensor cores': a byte may differ from FUSED's by one level
+ * where a value lies within FP32 rounding of a .5 boundary. */
 #include <string.h>
 #include "filter_direct.cuh"
 #include "filter_direct_strip.cuh"
@@ -75,22 +77,18 @@ template <int KS> struct geom {
 };
 } // namespace
 
-static __device__ __forceinline__ float f16_round(float v) {
-    return __half2float(__float2half_rn(v));
-}
-
 static __device__ __forceinline__ int is_yuv(fv_pixel_format f) {
     return f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY || f == FV_PIXEL_NV12;
 }
 
 /* The packed values of pixel (x, y) (inside the frame) as the FUSED engine
- * holds them: FP16-rounded (bytes unchanged). */
+ * holds them: bytes as they are, YUV-converted values on fv__yuv_grid. */
 static __device__ __forceinline__ void pixel_f16(const fv__cuda_direct_args &a, int x, int y,
                                                  float v[3]) {
     fv__read_pixel(a.in_format, a.in + (size_t)y * a.in_stride, a.uv, a.uv_stride, x, y, a.in_c, v);
     if (is_yuv(a.in_format)) {
-        v[0] = f16_round(v[0]);
-        if (a.in_c == 3) v[1] = f16_round(v[1]), v[2] = f16_round(v[2]);
+        v[0] = fv__yuv_grid(v[0]);
+        if (a.in_c == 3) v[1] = fv__yuv_grid(v[1]), v[2] = fv__yuv_grid(v[2]);
     }
 }
 
@@ -152,8 +150,8 @@ static __global__ void __launch_bounds__(THREADS, P *G >= 6 ? 3 : MIN_BLOCKS)
                 fv__read_pixel(a.in_format, a.in + (size_t)gy * a.in_stride, a.uv, a.uv_stride, gx,
                                gy, a.in_c, v);
                 if (yuv) {
-                    v[0] = f16_round(v[0]);
-                    if (a.in_c == 3) v[1] = f16_round(v[1]), v[2] = f16_round(v[2]);
+                    v[0] = fv__yuv_grid(v[0]);
+                    if (a.in_c == 3) v[1] = fv__yuv_grid(v[1]), v[2] = fv__yuv_grid(v[2]);
                 }
             }
             float *t = tile + row * T::PITCH + col;

@@ -1,5 +1,6 @@
 /* The DIRECT engine's strip kernel: kernels up to 3 x 3 (every built-in
- * kind) on byte input formats, made to stream at the DRAM floor.
+ * kind) on every input format (bytes: GRAY8, RGB24, BGR24, RGBA32; YUV:
+ * YUYV, UYVY, NV12), made to stream at the DRAM floor.
  *
  * Why not filter_direct.cu's tiled kernel: it stored each pixel's values as
  * FP32 in shared memory through byte loads and per-pixel format switches,
@@ -21,8 +22,14 @@
  *     blocks: every block starts its copies at once and none waits for a
  *     second wave.
  *
+ *   - YUV: a thread's words start at the pair of its left halo pixel
+ *     (column x0 - 2); NV12 stages each Y row with its UV row. Each pixel
+ *     is converted by pixel_math.h's fv__yuv_to_rgb and put on
+ *     fv__yuv_grid, as the FUSED engine does.
+ *
  * Exactness: the values are the FUSED engine's (bytes; the sum of three
- * bytes for one edge channel of a colour input, exact in integers), the
+ * bytes for one edge channel of a colour input, exact in integers; YUV
+ * values on the 2^-8 grid and their sums, exact in FP32), the
  * convolution is FP32 FMAs of FP16 weights in this kernel's order, and the
  * edge step is edge_math.h's sequence; where core/filter.c proves every
  * partial sum exact (direct_exact) the bytes are FUSED's, as for the tiled
@@ -52,6 +59,8 @@ struct strip_params {
     size_t in_stride;
     unsigned char *out;
     size_t out_stride;
+    const unsigned char *uv; /* NV12: the UV plane */
+    size_t uv_stride;
     fv_pixel_format out_format;
     int in_rev; /* BGR24 input: the bytes are B, G, R */
     int in_c, out_c, overlay;
@@ -59,56 +68,79 @@ struct strip_params {
     float w[2][9]; /* 3 x 3, zero-padded */
 };
 
-/* Shared-memory layout for BPP input bytes per pixel. */
-template <int BPP> struct layout {
-    /* a staged row: the chunks covering BW + 2 pixels from any offset, and
-     * a word read past the last byte a thread uses */
-    static const int ROW = ((BW + 2) * BPP + 32 + 15) / 16 * 16;
-    static const int NB = (N + 2) * BPP; /* bytes a thread reads per row */
-    static const int NW = (NB + 3) / 4;  /* their words */
+/* Input formats of the kernel: bytes (GRAY8, RGB24, BGR24, RGBA32: BPP
+ * bytes a pixel) or one of the YUV formats (4:2:2 pairs: U and V shared by
+ * two pixels, from an even column). */
+enum { F_BYTES = 0, F_YUYV = 1, F_UYVY = 2, F_NV12 = 3 };
+
+/* Shared-memory layout for BPP input bytes per pixel (the Y plane's for
+ * NV12) and format F. */
+template <int BPP, int F> struct layout {
+    /* pixels staged left of the block's first column: the left halo, and
+     * for YUV the pair it belongs to */
+    static const int LEAD = F == F_BYTES ? 1 : 2;
+    /* a staged sub-row: the chunks covering BW + 2 LEAD pixels from any
+     * offset, and a word read past the last byte a thread uses; NV12 stages
+     * the Y row and its UV row (the same bytes a pixel) */
+    static const int SUB = ((BW + 2 * LEAD) * BPP + 32 + 15) / 16 * 16;
+    static const int ROW = F == F_NV12 ? 2 * SUB : SUB;
+    static const int NB = (N + 2 * LEAD) * BPP; /* bytes a thread reads per sub-row */
+    static const int NW = (NB + 3) / 4;         /* their words */
     static const size_t SMEM = (size_t)NST * R * ROW;
 };
 } // namespace
 
-/* Byte offset of the block's first staged pixel (column bx0 - 1) from its
- * 16-byte chunk, in row gy. */
-template <int BPP>
-static __device__ __forceinline__ uintptr_t row_start(const strip_params &p, int gy, int bx0) {
-    return (uintptr_t)(p.in + (size_t)gy * p.in_stride) + (uintptr_t)((ptrdiff_t)(bx0 - 1) * BPP);
+/* Address of the block's first staged pixel (column bx0 - LEAD) in the row
+ * at row (byte offsets within 16-byte chunks matter: see stage_sub). */
+template <int BPP, int F>
+static __device__ __forceinline__ uintptr_t row_start(const unsigned char *row, int bx0) {
+    return (uintptr_t)row + (uintptr_t)((ptrdiff_t)(bx0 - layout<BPP, F>::LEAD) * BPP);
+}
+
+/* Issues the copies of one staged sub-row: the 16-byte chunks covering the
+ * block's staged pixels of the row (bytes) at row, row_bytes long, into
+ * dst. Chunks without a byte of the row are zero-filled, not read; in the
+ * chunks the row begins or ends in, only the row's own bytes are read (byte
+ * loads) and the rest is zero: the bytes around a row are another row's
+ * padding or past the frame, which the caller may never have written
+ * (compute-sanitizer's initcheck). */
+template <int BPP, int F>
+static __device__ __forceinline__ void stage_sub(unsigned char *dst, const unsigned char *rowp,
+                                                 size_t row_bytes, int bx0) {
+    const uintptr_t row = (uintptr_t)rowp, end = row + row_bytes;
+    const uintptr_t lo = row_start<BPP, F>(rowp, bx0), base = lo & ~(uintptr_t)15;
+    const int n = (int)((lo + (uintptr_t)(BW + 2 * layout<BPP, F>::LEAD) * BPP - base + 15) / 16);
+    for (int c = threadIdx.x; c < n; c += T) {
+        const uintptr_t at = base + 16 * (uintptr_t)c;
+        const bool inside = at < end && at + 16 > row;
+        unsigned char *d = dst + 16 * c;
+        if (inside && (at < row || at + 16 > end)) {
+#pragma unroll
+            for (int b = 0; b < 16; b++)
+                d[b] = at + b >= row && at + b < end ? *(const unsigned char *)(at + b) : 0;
+        } else {
+            fv_k::copy_async<16>(d, inside ? (const void *)at : (const void *)row, inside);
+        }
+    }
 }
 
 /* Issues the copies of stage g's rows (input rows ys - 1 + g * R ...) and
  * commits them as one group (empty past the strip: every thread commits the
- * same groups, so the waits count alike). Chunks without a byte of the
- * row are zero-filled, not read; in the chunks the row begins or ends in,
- * only the row's own bytes are read (byte loads) and the rest is zero: the
- * bytes around a row are another row's padding or past the frame, which the
- * caller may never have written (compute-sanitizer's initcheck). */
-template <int BPP>
+ * same groups, so the waits count alike). */
+template <int BPP, int F>
 static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigned char *sm, int g,
                                                   int ys, int n_in, int bx0) {
-    typedef layout<BPP> L;
+    typedef layout<BPP, F> L;
     unsigned char *stage = sm + (g % NST) * R * L::ROW;
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const int i = g * R + r, gy = ys - 1 + i;
         if (i >= n_in || gy < 0 || gy >= p.height) continue;
-        const uintptr_t row = (uintptr_t)(p.in + (size_t)gy * p.in_stride);
-        const uintptr_t end = row + (size_t)p.width * BPP;
-        const uintptr_t lo = row_start<BPP>(p, gy, bx0), base = lo & ~(uintptr_t)15;
-        const int n = (int)((lo + (uintptr_t)(BW + 2) * BPP - base + 15) / 16);
-        for (int c = threadIdx.x; c < n; c += T) {
-            const uintptr_t at = base + 16 * (uintptr_t)c;
-            const bool inside = at < end && at + 16 > row;
-            unsigned char *dst = stage + r * L::ROW + 16 * c;
-            if (inside && (at < row || at + 16 > end)) {
-#pragma unroll
-                for (int b = 0; b < 16; b++)
-                    dst[b] = at + b >= row && at + b < end ? *(const unsigned char *)(at + b) : 0;
-            } else {
-                fv_k::copy_async<16>(dst, inside ? (const void *)at : (const void *)row, inside);
-            }
-        }
+        stage_sub<BPP, F>(stage + r * L::ROW, p.in + (size_t)gy * p.in_stride,
+                          (size_t)p.width * BPP, bx0);
+        if (F == F_NV12)
+            stage_sub<BPP, F>(stage + r * L::ROW + L::SUB, p.uv + (size_t)(gy / 2) * p.uv_stride,
+                              (size_t)p.width, bx0);
     }
     fv_k::copy_commit();
 }
@@ -152,6 +184,67 @@ static __device__ __forceinline__ unsigned unpack_byte(float x) {
     return __float_as_uint(__fadd_rz(c, 8388608.0f)) & 0xFFu;
 }
 
+/* The Y, U, V bytes of the thread's staged pixel TP (TP = 0: column
+ * x0 - 2) as exact floats, from the words of its Y row d (YUYV, UYVY: the
+ * pairs) and of its UV row duv (NV12). */
+template <int F, int TP> struct yuv_src;
+template <int TP> struct yuv_src<F_YUYV, TP> { /* Y0 U Y1 V */
+    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, float &y,
+                                               float &u, float &v) {
+        y = byte_value<4 * (TP / 2) + 2 * (TP % 2)>(d);
+        u = byte_value<4 * (TP / 2) + 1>(d), v = byte_value<4 * (TP / 2) + 3>(d);
+    }
+};
+template <int TP> struct yuv_src<F_UYVY, TP> { /* U Y0 V Y1 */
+    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, float &y,
+                                               float &u, float &v) {
+        y = byte_value<4 * (TP / 2) + 1 + 2 * (TP % 2)>(d);
+        u = byte_value<4 * (TP / 2)>(d), v = byte_value<4 * (TP / 2) + 2>(d);
+    }
+};
+template <int TP> struct yuv_src<F_NV12, TP> { /* Y plane; U V pairs */
+    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv, float &y,
+                                               float &u, float &v) {
+        y = byte_value<TP>(d);
+        u = byte_value<2 * (TP / 2)>(duv), v = byte_value<2 * (TP / 2) + 1>(duv);
+    }
+};
+
+/* R, G, B of the thread's staged YUV pixel TP as the FUSED engine takes
+ * them: pixel_math.h's conversion, then fv__yuv_grid. */
+template <int F, int TP>
+static __device__ __forceinline__ void yuv_rgb(const unsigned *d, const unsigned *duv, float c[3]) {
+    float y, u, v;
+    yuv_src<F, TP>::get(d, duv, y, u, v);
+    fv__yuv_to_rgb(y, u, v, &c[0], &c[1], &c[2]);
+#pragma unroll
+    for (int i = 0; i < 3; i++)
+        c[i] = fv__yuv_grid(c[i]);
+}
+
+/* The values of a thread's N + 2 window pixels from its YUV words: P
+ * planes (R, G, B), or for P = 1 their sum (v0 + v1) + v2 (exact: values
+ * on the 2^-8 grid). Window pixel J is staged pixel J + 1. */
+template <int F, int P, int J = 0> struct yuv_values {
+    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv,
+                                               float (*v)[N + 2]) {
+        float c[3];
+        yuv_rgb<F, J + 1>(d, duv, c);
+        if (P == 1) {
+            v[0][J] = fv__add(fv__add(c[0], c[1]), c[2]);
+        } else {
+            v[0][J] = c[0];
+            v[P > 1 ? 1 : 0][J] = c[1];
+            v[P > 1 ? 2 : 0][J] = c[2];
+        }
+        yuv_values<F, P, J + 1>::get(d, duv, v);
+    }
+};
+template <int F, int P> struct yuv_values<F, P, N + 2> {
+    static __device__ __forceinline__ void get(const unsigned *, const unsigned *,
+                                               float (*)[N + 2]) {}
+};
+
 /* The values of a thread's N + 2 pixels from its words d (the pixels' bytes
  * from byte 0): P planes, R, G, B order for colour. */
 template <int BPP, int P, int J = 0> struct pixel_values {
@@ -183,6 +276,36 @@ static __device__ __forceinline__ void pixel_rgb(const unsigned *d, int rev, flo
     base[2] = rev ? c0 : c2;
 }
 
+/* The window values of the thread's pixels (planes v) from the words of
+ * the row: format F's reader. */
+template <int BPP, int P, int F> struct window_values {
+    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv, int,
+                                               float (*v)[N + 2]) {
+        yuv_values<F, P>::get(d, duv, v);
+    }
+};
+template <int BPP, int P> struct window_values<BPP, P, F_BYTES> {
+    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, int rev,
+                                               float (*v)[N + 2]) {
+        pixel_values<BPP, P>::get(d, rev, v);
+    }
+};
+
+/* R, G, B of the thread's window pixel J from the words of the row (d, and
+ * NV12's duv): overlay's base where the window holds channel sums. */
+template <int BPP, int F, int J> struct window_rgb {
+    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv, int,
+                                               float base[3]) {
+        yuv_rgb<F, J + 1>(d, duv, base);
+    }
+};
+template <int BPP, int J> struct window_rgb<BPP, F_BYTES, J> {
+    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, int rev,
+                                               float base[3]) {
+        pixel_rgb<BPP, J>(d, rev, base);
+    }
+};
+
 /* Stores NB bytes (words w) at p with the widest stores p's alignment
  * allows. */
 template <int NB>
@@ -213,11 +336,11 @@ static __device__ __forceinline__ void store_words(unsigned char *p, const unsig
 
 /* Output row y from the window win (rows y - 1, y, y + 1; the thread's N + 2
  * columns from x0 - 1) and, for overlay of one edge channel from colour
- * input, the centre row's words dc. */
-template <int BPP, int P, int G>
+ * input, the centre row's words dc (and NV12's UV words dcuv). */
+template <int BPP, int P, int G, int F>
 static __device__ __forceinline__ void emit_row(const strip_params &p, int y, int x0,
-                                                const float (&win)[3][P][N + 2],
-                                                const unsigned *dc) {
+                                                const float (&win)[3][P][N + 2], const unsigned *dc,
+                                                const unsigned *dcuv) {
     const int pairs = G == 2;
     unsigned ob[N][4];
 #pragma unroll
@@ -245,14 +368,14 @@ static __device__ __forceinline__ void emit_row(const strip_params &p, int y, in
 #pragma unroll
                 for (int c = 0; c < 3; c++)
                     base[c] = win[1][P > 1 ? c : 0][j + 1];
-            } else if (BPP == 1) {
+            } else if (BPP == 1 && F == F_BYTES) {
                 base[0] = base[1] = base[2] = win[1][0][j + 1];
             } else {
                 /* the window holds channel sums: the centre pixel's bytes */
-                if (j == 0) pixel_rgb<BPP, 1>(dc, p.in_rev, base);
-                if (j == 1) pixel_rgb<BPP, 2>(dc, p.in_rev, base);
-                if (j == 2) pixel_rgb<BPP, 3>(dc, p.in_rev, base);
-                if (j == 3) pixel_rgb<BPP, 4>(dc, p.in_rev, base);
+                if (j == 0) window_rgb<BPP, F, 1>::get(dc, dcuv, p.in_rev, base);
+                if (j == 1) window_rgb<BPP, F, 2>::get(dc, dcuv, p.in_rev, base);
+                if (j == 2) window_rgb<BPP, F, 3>::get(dc, dcuv, p.in_rev, base);
+                if (j == 3) window_rgb<BPP, F, 4>::get(dc, dcuv, p.in_rev, base);
             }
 #pragma unroll
             for (int c = 0; c < 3; c++)
@@ -318,11 +441,27 @@ static __device__ __forceinline__ void emit_row(const strip_params &p, int y, in
     }
 }
 
-/* BPP: input bytes per pixel (1, 3, 4); P: planes (1, or 3 for colour edges
- * of a colour input); G: kernels (2 for gradient pairs). */
-template <int BPP, int P, int G>
+/* The NW words of a staged sub-row from its byte o: funnel-shifted from
+ * the word-aligned reads (o's offset in its word). */
+template <int NW>
+static __device__ __forceinline__ void words(const unsigned char *sub, int o, unsigned (&d)[NW]) {
+    const unsigned *w32 = (const unsigned *)sub + (o >> 2);
+    const unsigned sh = 8u * (unsigned)(o & 3);
+    unsigned raw[NW + 1];
+#pragma unroll
+    for (int k = 0; k <= NW; k++)
+        raw[k] = w32[k];
+#pragma unroll
+    for (int k = 0; k < NW; k++)
+        d[k] = __funnelshift_r(raw[k], raw[k + 1], sh);
+}
+
+/* BPP: input bytes per pixel (1, 3, 4; YUYV and UYVY 2; NV12 1, its Y
+ * plane); P: planes (1, or 3 for colour edges of a colour input); G:
+ * kernels (2 for gradient pairs); F: the input format's family. */
+template <int BPP, int P, int G, int F>
 static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) {
-    typedef layout<BPP> L;
+    typedef layout<BPP, F> L;
     extern __shared__ __align__(16) unsigned char sm[];
     const int bx0 = blockIdx.x * BW, x0 = bx0 + threadIdx.x * N;
     const int ys = blockIdx.y * p.strip;
@@ -331,7 +470,7 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
     const int groups = (n_in + R - 1) / R;
 #pragma unroll
     for (int g = 0; g < NST - 1; g++)
-        stage_rows<BPP>(p, sm, g, ys, n_in, bx0);
+        stage_rows<BPP, F>(p, sm, g, ys, n_in, bx0);
 
     /* columns x0 - 1 + j inside the frame (outside: value 0) */
     unsigned inside = 0;
@@ -341,7 +480,9 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
     const bool active = x0 < p.width; /* has an output pixel (all copy and sync) */
 
     float win[3][P][N + 2];
-    unsigned dprev[L::NW], dcur[L::NW];
+    /* the row's words (dcur) and the previous row's (dprev: overlay's
+     * centre row); NV12's UV words beside them */
+    unsigned dprev[L::NW], dcur[L::NW], uprev[L::NW], ucur[L::NW];
 #pragma unroll
     for (int r = 0; r < 3; r++)
 #pragma unroll
@@ -351,12 +492,12 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
                 win[r][c][j] = 0.0f;
 #pragma unroll
     for (int k = 0; k < L::NW; k++)
-        dprev[k] = dcur[k] = 0u;
+        dprev[k] = dcur[k] = uprev[k] = ucur[k] = 0u;
 
     for (int g = 0; g < groups; g++) {
         fv_k::copy_wait<NST - 2>(); /* stage g has landed (this thread's copies) */
         __syncthreads();            /* everyone's; and stage g - 1 is free */
-        stage_rows<BPP>(p, sm, g + NST - 1, ys, n_in, bx0);
+        stage_rows<BPP, F>(p, sm, g + NST - 1, ys, n_in, bx0);
         const unsigned char *stage = sm + (g % NST) * R * L::ROW;
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -369,20 +510,19 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
                     win[0][c][j] = win[1][c][j], win[1][c][j] = win[2][c][j];
 #pragma unroll
             for (int k = 0; k < L::NW; k++)
-                dprev[k] = dcur[k];
+                dprev[k] = dcur[k], uprev[k] = ucur[k];
             if (active && gy >= 0 && gy < p.height) {
-                const int o = (int)(row_start<BPP>(p, gy, bx0) & 15) + threadIdx.x * N * BPP;
-                const unsigned *w32 = (const unsigned *)(stage + r * L::ROW) + (o >> 2);
-                const unsigned sh = 8u * (unsigned)(o & 3);
-                unsigned raw[L::NW + 1];
-#pragma unroll
-                for (int k = 0; k <= L::NW; k++)
-                    raw[k] = w32[k];
-#pragma unroll
-                for (int k = 0; k < L::NW; k++)
-                    dcur[k] = __funnelshift_r(raw[k], raw[k + 1], sh);
+                const unsigned char *rowp = p.in + (size_t)gy * p.in_stride;
+                words<L::NW>(stage + r * L::ROW,
+                             (int)(row_start<BPP, F>(rowp, bx0) & 15) + threadIdx.x * N * BPP,
+                             dcur);
+                if (F == F_NV12) {
+                    const unsigned char *uvp = p.uv + (size_t)(gy / 2) * p.uv_stride;
+                    words<L::NW>(stage + r * L::ROW + L::SUB,
+                                 (int)(row_start<BPP, F>(uvp, bx0) & 15) + threadIdx.x * N, ucur);
+                }
                 float v[P][N + 2];
-                pixel_values<BPP, P>::get(dcur, p.in_rev, v);
+                window_values<BPP, P, F>::get(dcur, ucur, p.in_rev, v);
 #pragma unroll
                 for (int c = 0; c < P; c++)
 #pragma unroll
@@ -395,13 +535,14 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
                     for (int j = 0; j < N + 2; j++)
                         win[2][c][j] = 0.0f;
             }
-            if (active && i >= 2) emit_row<BPP, P, G>(p, ys + i - 2, x0, win, dprev);
+            if (active && i >= 2) emit_row<BPP, P, G, F>(p, ys + i - 2, x0, win, dprev, uprev);
         }
     }
 }
 
-template <int BPP, int P, int G> static fv_status launch(cudaStream_t s, const strip_params &base) {
-    typedef layout<BPP> L;
+template <int BPP, int P, int G, int F>
+static fv_status launch(cudaStream_t s, const strip_params &base) {
+    typedef layout<BPP, F> L;
     const size_t smem = L::SMEM;
     FV_REQUIRE(smem <= 48 * 1024, FV_ERR_INTERNAL,
                "filter_direct strip kernel: %zu bytes of shared memory", smem);
@@ -411,7 +552,7 @@ template <int BPP, int P, int G> static fv_status launch(cudaStream_t s, const s
     if (per_sm == 0) {
         int n = 0;
         FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &n, filter_strip_kernel<BPP, P, G>, T, smem));
+            &n, filter_strip_kernel<BPP, P, G, F>, T, smem));
         per_sm = n > 0 ? n : 1;
     }
     int dev = 0, sms = 0;
@@ -425,28 +566,23 @@ template <int BPP, int P, int G> static fv_status launch(cudaStream_t s, const s
     if (strip < (base.height + 65534) / 65535) strip = (base.height + 65534) / 65535;
     p.strip = (int)strip;
     const dim3 grid((unsigned)gx, (unsigned)((base.height + strip - 1) / strip));
-    filter_strip_kernel<BPP, P, G><<<grid, T, smem, s>>>(p);
+    filter_strip_kernel<BPP, P, G, F><<<grid, T, smem, s>>>(p);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }
 
-template <int BPP>
-static fv_status launch_bpp(cudaStream_t s, const strip_params &p, int planes, int pairs) {
-    if (planes == 3) {
-        if (BPP == 1) return fv__error(FV_ERR_INTERNAL, "filter_direct strip: colour from GRAY8");
-        return pairs ? launch < BPP == 1 ? 3 : BPP, 3,
-               2 > (s, p)
-           : launch < BPP == 1 ? 3
-                               : BPP,
-               3, 1 > (s, p);
-    }
-    return pairs ? launch<BPP, 1, 2>(s, p) : launch<BPP, 1, 1>(s, p);
+/* planes: 1 or 3 (colour edges of a colour input); pairs: gradient pairs */
+template <int BPP, int F>
+static fv_status launch_format(cudaStream_t s, const strip_params &p, int planes, int pairs) {
+    if (planes == 3) return pairs ? launch<BPP, 3, 2, F>(s, p) : launch<BPP, 3, 1, F>(s, p);
+    return pairs ? launch<BPP, 1, 2, F>(s, p) : launch<BPP, 1, 1, F>(s, p);
 }
 
 extern "C" int fv__cuda_filter_strip_fits(const fv__cuda_direct_args *a) {
     const fv_pixel_format f = a->in_format;
     return (f == FV_PIXEL_GRAY8 || f == FV_PIXEL_RGB24 || f == FV_PIXEL_BGR24 ||
-            f == FV_PIXEL_RGBA32) &&
+            f == FV_PIXEL_RGBA32 || f == FV_PIXEL_YUYV || f == FV_PIXEL_UYVY ||
+            f == FV_PIXEL_NV12) &&
            (a->r == 1 || a->r == 3) && (a->s == 1 || a->s == 3);
 }
 
@@ -459,6 +595,7 @@ extern "C" fv_status fv__cuda_filter_strip_launch(cudaStream_t s, const fv__cuda
     memset(&p, 0, sizeof p);
     p.width = a->width, p.height = a->height;
     p.in = a->in, p.in_stride = a->in_stride;
+    p.uv = a->uv, p.uv_stride = a->uv_stride;
     p.out = a->out, p.out_stride = a->out_stride, p.out_format = a->out_format;
     p.in_rev = a->in_format == FV_PIXEL_BGR24;
     p.in_c = a->in_c, p.out_c = a->out_c, p.overlay = a->overlay;
@@ -466,11 +603,17 @@ extern "C" fv_status fv__cuda_filter_strip_launch(cudaStream_t s, const fv__cuda
     memcpy(p.w, w, sizeof p.w);
     const int planes = a->m == 1 ? 1 : 3;
     switch (a->in_format) {
-    case FV_PIXEL_GRAY8:
-        return launch_bpp<1>(s, p, planes, a->pairs);
+    case FV_PIXEL_GRAY8: /* one channel: no colour planes */
+        return a->pairs ? launch<1, 1, 2, F_BYTES>(s, p) : launch<1, 1, 1, F_BYTES>(s, p);
     case FV_PIXEL_RGBA32:
-        return launch_bpp<4>(s, p, planes, a->pairs);
+        return launch_format<4, F_BYTES>(s, p, planes, a->pairs);
+    case FV_PIXEL_YUYV:
+        return launch_format<2, F_YUYV>(s, p, planes, a->pairs);
+    case FV_PIXEL_UYVY:
+        return launch_format<2, F_UYVY>(s, p, planes, a->pairs);
+    case FV_PIXEL_NV12:
+        return launch_format<1, F_NV12>(s, p, planes, a->pairs);
     default:
-        return launch_bpp<3>(s, p, planes, a->pairs);
+        return launch_format<3, F_BYTES>(s, p, planes, a->pairs);
     }
 }

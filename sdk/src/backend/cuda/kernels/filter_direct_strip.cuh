@@ -1,5 +1,5 @@
-/* fv_filter's DIRECT engine, the fast path for kernels up to 3 x 3 on byte
- * input formats (GRAY8, RGB24, BGR24, RGBA32): a block slides a 3-row
+/* fv_filter's DIRECT engine, the fast path for kernels up to 3 x 3 on every
+ * input format (GRAY8, RGB24, BGR24, RGBA32, YUYV, UYVY, NV12): a block slides a 3-row
  * window down a strip of rows (see filter_direct_strip.cu). Host entry
  * points callable from C; filter_direct.cu dispatches here. */
 #ifndef FOVEA_KERNELS_FILTER_DIRECT_STRIP_CUH
@@ -12,8 +12,8 @@
 extern "C" {
 #endif
 
-/* 1 when the strip kernel runs a (checked) args: byte input format, kernel
- * rows and cols 1 or 3. */
+/* 1 when the strip kernel runs a (checked) args: kernel rows and cols 1 or
+ * 3 (any input format). */
 int fv__cuda_filter_strip_fits(const fv__cuda_direct_args *a);
 
 /* Launches on stream; a must be checked by fv__cuda_filter_direct_launch and

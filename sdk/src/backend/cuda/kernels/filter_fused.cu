@@ -102,6 +102,8 @@ static __global__ void __launch_bounds__(THREADS) filter_fused_kernel(fv__cuda_f
         int c = k % C, rs = k / C;
         off[k] = k < rsc ? ((rs / a.s) * tile_w + rs % a.s) * C + c : -1;
     }
+    const bool yuv = a.in_format == FV_PIXEL_YUYV || a.in_format == FV_PIXEL_UYVY ||
+                     a.in_format == FV_PIXEL_NV12;
     for (int i = tid; i < tile_h * tile_w; i += THREADS) {
         const int row = i / tile_w, col = i - row * tile_w;
         const int gy = y0 - pr + row, gx = x0 - ps + col;
@@ -112,7 +114,7 @@ static __global__ void __launch_bounds__(THREADS) filter_fused_kernel(fv__cuda_f
         __half *t = tile + (size_t)i * C;
 #pragma unroll
         for (int c = 0; c < 3; c++)
-            if (c < C) t[c] = __float2half_rn(v[c]);
+            if (c < C) t[c] = __float2half_rn(yuv ? fv__yuv_grid(v[c]) : v[c]); /* exact */
     }
     __syncthreads();
 
