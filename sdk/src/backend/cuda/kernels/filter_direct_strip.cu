@@ -52,6 +52,7 @@ const int R = 3;              /* input rows per stage: the 3-row window's period
 const int NST = 4;            /* stages: (NST - 1) * R rows in flight */
 const int MIN_STRIP = 4;      /* output rows per block at least (halo rows: 2 per strip) */
 const int MAGIC = 0x4B000000; /* the bits of 2^23: 2^23 + k for an integer 0 <= k < 2^23 */
+const int OBUF_WORDS = 3 * 32; /* a warp's output bytes of one row, RGB: 32 x 12 */
 
 struct strip_params {
     int width, height, strip;
@@ -340,7 +341,7 @@ static __device__ __forceinline__ void store_words(unsigned char *p, const unsig
 template <int BPP, int P, int G, int F>
 static __device__ __forceinline__ void emit_row(const strip_params &p, int y, int x0,
                                                 const float (&win)[3][P][N + 2], const unsigned *dc,
-                                                const unsigned *dcuv) {
+                                                const unsigned *dcuv, unsigned *obuf) {
     const int pairs = G == 2;
     unsigned ob[N][4];
 #pragma unroll
@@ -407,7 +408,23 @@ static __device__ __forceinline__ void emit_row(const strip_params &p, int y, in
     case FV_PIXEL_RGB24:
     case FV_PIXEL_BGR24: {
         unsigned char *q = row + 3 * (size_t)x0;
-        if (full) {
+        /* the warp's 32 x 12 bytes are contiguous: where they are all in
+         * the frame and start on 16 bytes, they go through the warp's
+         * staging words as 24 full 16-byte stores (12-byte stores per
+         * thread would touch every sector twice) */
+        const unsigned am = __activemask();
+        const unsigned lane = threadIdx.x & 31u;
+        const bool coalesce = am == 0xFFFFFFFFu &&
+                              ((uintptr_t)(q - 12 * (size_t)lane) & 15) == 0 &&
+                              __all_sync(am, full);
+        if (coalesce) {
+            obuf[3 * lane] = ob[0][0] | ob[0][1] << 8 | ob[0][2] << 16 | ob[1][0] << 24;
+            obuf[3 * lane + 1] = ob[1][1] | ob[1][2] << 8 | ob[2][0] << 16 | ob[2][1] << 24;
+            obuf[3 * lane + 2] = ob[2][2] | ob[3][0] << 8 | ob[3][1] << 16 | ob[3][2] << 24;
+            __syncwarp();
+            if (lane < 24) ((uint4 *)(q - 12 * (size_t)lane))[lane] = ((const uint4 *)obuf)[lane];
+            __syncwarp(); /* obuf free for the next row */
+        } else if (full) {
             const unsigned w[3] = {
                 ob[0][0] | ob[0][1] << 8 | ob[0][2] << 16 | ob[1][0] << 24,
                 ob[1][1] | ob[1][2] << 8 | ob[2][0] << 16 | ob[2][1] << 24,
@@ -478,6 +495,8 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
     for (int j = 0; j < N + 2; j++)
         inside |= (unsigned)(x0 - 1 + j >= 0 && x0 - 1 + j < p.width) << j;
     const bool active = x0 < p.width; /* has an output pixel (all copy and sync) */
+    /* the warp's staging words for coalesced RGB stores (emit_row) */
+    unsigned *obuf = (unsigned *)(sm + L::SMEM) + (threadIdx.x >> 5) * OBUF_WORDS;
 
     float win[3][P][N + 2];
     /* the row's words (dcur) and the previous row's (dprev: overlay's
@@ -535,7 +554,8 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
                     for (int j = 0; j < N + 2; j++)
                         win[2][c][j] = 0.0f;
             }
-            if (active && i >= 2) emit_row<BPP, P, G, F>(p, ys + i - 2, x0, win, dprev, uprev);
+            if (active && i >= 2)
+                emit_row<BPP, P, G, F>(p, ys + i - 2, x0, win, dprev, uprev, obuf);
         }
     }
 }
@@ -543,13 +563,17 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
 template <int BPP, int P, int G, int F>
 static fv_status launch(cudaStream_t s, const strip_params &base) {
     typedef layout<BPP, F> L;
-    const size_t smem = L::SMEM;
+    const size_t smem = L::SMEM + (size_t)(T / 32) * OBUF_WORDS * 4;
     FV_REQUIRE(smem <= 48 * 1024, FV_ERR_INTERNAL,
                "filter_direct strip kernel: %zu bytes of shared memory", smem);
     /* blocks resident per SM, for this kernel (the same on every device of
      * the build's architecture: asked once) */
     static int per_sm = 0;
     if (per_sm == 0) {
+        /* registers allow 8 blocks an SM: ask for the shared memory they need */
+        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F>,
+                                         cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         (int)cudaSharedmemCarveoutMaxShared));
         int n = 0;
         FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
             &n, filter_strip_kernel<BPP, P, G, F>, T, smem));
