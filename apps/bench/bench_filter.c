@@ -337,7 +337,9 @@ int bench_cmd_filter(int argc, char **argv) {
     fv_context *gpu = NULL, *cpu = NULL;
     fv_status s =
         fv_context_create(&(fv_context_desc){.backend = FV_BACKEND_CUDA,
-                                             .device_pool_bytes = (size_t)o.device_pool_mb << 20},
+                                             .device_pool_bytes = (size_t)o.device_pool_mb << 20,
+                                             /* the frame buffers' host views */
+                                             .pinned_pool_bytes = (size_t)o.device_pool_mb << 20},
                           &gpu);
     if (s != FV_OK) return fail_st("fv_context_create (CUDA)", s);
     if ((s = fv_context_create(&(fv_context_desc){.backend = FV_BACKEND_CPU}, &cpu)) != FV_OK) {
