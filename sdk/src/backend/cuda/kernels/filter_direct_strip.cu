@@ -44,15 +44,22 @@
 #include "../../pixel_math.h"
 
 namespace {
-const int N = 4;              /* output pixels per thread along a row */
-const int T = 128;            /* threads per block */
-const int BW = N * T;         /* output columns per block */
-const int R = 3;              /* input rows per stage: the 3-row window's period, so the
-                                 unrolled stage needs no register moves */
-const int NST = 4;            /* stages: (NST - 1) * R rows in flight */
-const int MIN_STRIP = 4;      /* output rows per block at least (halo rows: 2 per strip) */
-const int MAGIC = 0x4B000000; /* the bits of 2^23: 2^23 + k for an integer 0 <= k < 2^23 */
-const int OBUF_WORDS = 3 * 32; /* a warp's output bytes of one row, RGB: 32 x 12 */
+const int T = 128;             /* threads per block */
+const int R = 3;               /* input rows per stage: the 3-row window's period, so the
+                                  unrolled stage needs no register moves */
+const int NST = 4;             /* stages: (NST - 1) * R rows in flight */
+const int MIN_STRIP = 4;       /* output rows per block at least (halo rows: 2 per strip) */
+const int MAGIC = 0x4B000000;  /* the bits of 2^23: 2^23 + k for an integer 0 <= k < 2^23 */
+const int OBUF_WORDS = 6 * 32; /* a warp's output bytes of one row, RGB: 32 x 24 at most */
+
+/* Output pixels per thread along a row, N: 8 for one edge plane (a
+ * thread's per-row work, its halo's 2 extra pixels included, shared by
+ * more pixels), 4 for three (their windows' registers); BW: output
+ * columns per block. */
+template <int P> struct geo {
+    static const int N = P == 1 ? 8 : 4;
+    static const int BW = N * T;
+};
 
 struct strip_params {
     int width, height, strip;
@@ -75,8 +82,9 @@ struct strip_params {
 enum { F_BYTES = 0, F_YUYV = 1, F_UYVY = 2, F_NV12 = 3 };
 
 /* Shared-memory layout for BPP input bytes per pixel (the Y plane's for
- * NV12) and format F. */
-template <int BPP, int F> struct layout {
+ * NV12), format F and P edge planes. */
+template <int BPP, int F, int P> struct layout {
+    static const int N = geo<P>::N, BW = geo<P>::BW;
     /* pixels staged left of the block's first column: the left halo, and
      * for YUV the pair it belongs to */
     static const int LEAD = F == F_BYTES ? 1 : 2;
@@ -95,7 +103,7 @@ template <int BPP, int F> struct layout {
  * at row (byte offsets within 16-byte chunks matter: see stage_sub). */
 template <int BPP, int F>
 static __device__ __forceinline__ uintptr_t row_start(const unsigned char *row, int bx0) {
-    return (uintptr_t)row + (uintptr_t)((ptrdiff_t)(bx0 - layout<BPP, F>::LEAD) * BPP);
+    return (uintptr_t)row + (uintptr_t)((ptrdiff_t)(bx0 - (F == F_BYTES ? 1 : 2)) * BPP);
 }
 
 /* Issues the copies of one staged sub-row: the 16-byte chunks covering the
@@ -105,12 +113,15 @@ static __device__ __forceinline__ uintptr_t row_start(const unsigned char *row, 
  * loads) and the rest is zero: the bytes around a row are another row's
  * padding or past the frame, which the caller may never have written
  * (compute-sanitizer's initcheck). */
-template <int BPP, int F>
+template <int BPP, int F, int P>
 static __device__ __forceinline__ void stage_sub(unsigned char *dst, const unsigned char *rowp,
                                                  size_t row_bytes, int bx0) {
     const uintptr_t row = (uintptr_t)rowp, end = row + row_bytes;
     const uintptr_t lo = row_start<BPP, F>(rowp, bx0), base = lo & ~(uintptr_t)15;
-    const int n = (int)((lo + (uintptr_t)(BW + 2 * layout<BPP, F>::LEAD) * BPP - base + 15) / 16);
+    const int n =
+        (int)((lo + (uintptr_t)(layout<BPP, F, P>::BW + 2 * layout<BPP, F, P>::LEAD) * BPP - base +
+               15) /
+              16);
     for (int c = threadIdx.x; c < n; c += T) {
         const uintptr_t at = base + 16 * (uintptr_t)c;
         const bool inside = at < end && at + 16 > row;
@@ -128,20 +139,20 @@ static __device__ __forceinline__ void stage_sub(unsigned char *dst, const unsig
 /* Issues the copies of stage g's rows (input rows ys - 1 + g * R ...) and
  * commits them as one group (empty past the strip: every thread commits the
  * same groups, so the waits count alike). */
-template <int BPP, int F>
+template <int BPP, int F, int P>
 static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigned char *sm, int g,
                                                   int ys, int n_in, int bx0) {
-    typedef layout<BPP, F> L;
+    typedef layout<BPP, F, P> L;
     unsigned char *stage = sm + (g % NST) * R * L::ROW;
 #pragma unroll
     for (int r = 0; r < R; r++) {
         const int i = g * R + r, gy = ys - 1 + i;
         if (i >= n_in || gy < 0 || gy >= p.height) continue;
-        stage_sub<BPP, F>(stage + r * L::ROW, p.in + (size_t)gy * p.in_stride,
-                          (size_t)p.width * BPP, bx0);
+        stage_sub<BPP, F, P>(stage + r * L::ROW, p.in + (size_t)gy * p.in_stride,
+                             (size_t)p.width * BPP, bx0);
         if (F == F_NV12)
-            stage_sub<BPP, F>(stage + r * L::ROW + L::SUB, p.uv + (size_t)(gy / 2) * p.uv_stride,
-                              (size_t)p.width, bx0);
+            stage_sub<BPP, F, P>(stage + r * L::ROW + L::SUB, p.uv + (size_t)(gy / 2) * p.uv_stride,
+                                 (size_t)p.width, bx0);
     }
     fv_k::copy_commit();
 }
@@ -226,9 +237,9 @@ static __device__ __forceinline__ void yuv_rgb(const unsigned *d, const unsigned
 /* The values of a thread's N + 2 window pixels from its YUV words: P
  * planes (R, G, B), or for P = 1 their sum (v0 + v1) + v2 (exact: values
  * on the 2^-8 grid). Window pixel J is staged pixel J + 1. */
-template <int F, int P, int J = 0> struct yuv_values {
+template <int F, int P, int J = 0, int END = geo<P>::N + 2> struct yuv_values {
     static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv,
-                                               float (*v)[N + 2]) {
+                                               float (*v)[END]) {
         float c[3];
         yuv_rgb<F, J + 1>(d, duv, c);
         if (P == 1) {
@@ -238,18 +249,18 @@ template <int F, int P, int J = 0> struct yuv_values {
             v[P > 1 ? 1 : 0][J] = c[1];
             v[P > 1 ? 2 : 0][J] = c[2];
         }
-        yuv_values<F, P, J + 1>::get(d, duv, v);
+        yuv_values<F, P, J + 1, END>::get(d, duv, v);
     }
 };
-template <int F, int P> struct yuv_values<F, P, N + 2> {
-    static __device__ __forceinline__ void get(const unsigned *, const unsigned *,
-                                               float (*)[N + 2]) {}
+template <int F, int P, int END> struct yuv_values<F, P, END, END> {
+    static __device__ __forceinline__ void get(const unsigned *, const unsigned *, float (*)[END]) {
+    }
 };
 
 /* The values of a thread's N + 2 pixels from its words d (the pixels' bytes
  * from byte 0): P planes, R, G, B order for colour. */
-template <int BPP, int P, int J = 0> struct pixel_values {
-    static __device__ __forceinline__ void get(const unsigned *d, int rev, float (*v)[N + 2]) {
+template <int BPP, int P, int J = 0, int END = geo<P>::N + 2> struct pixel_values {
+    static __device__ __forceinline__ void get(const unsigned *d, int rev, float (*v)[END]) {
         if (BPP == 1) {
             v[0][J] = byte_value<J>(d);
         } else if (P == 1) {
@@ -260,11 +271,11 @@ template <int BPP, int P, int J = 0> struct pixel_values {
             v[P > 1 ? 1 : 0][J] = byte_value<BPP * J + 1>(d);
             v[P > 1 ? 2 : 0][J] = rev ? c0 : c2;
         }
-        pixel_values<BPP, P, J + 1>::get(d, rev, v);
+        pixel_values<BPP, P, J + 1, END>::get(d, rev, v);
     }
 };
-template <int BPP, int P> struct pixel_values<BPP, P, N + 2> {
-    static __device__ __forceinline__ void get(const unsigned *, int, float (*)[N + 2]) {}
+template <int BPP, int P, int END> struct pixel_values<BPP, P, END, END> {
+    static __device__ __forceinline__ void get(const unsigned *, int, float (*)[END]) {}
 };
 
 /* The input channel values (R, G, B) of the thread's pixel J (its N + 2
@@ -281,13 +292,13 @@ static __device__ __forceinline__ void pixel_rgb(const unsigned *d, int rev, flo
  * the row: format F's reader. */
 template <int BPP, int P, int F> struct window_values {
     static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv, int,
-                                               float (*v)[N + 2]) {
+                                               float (*v)[geo<P>::N + 2]) {
         yuv_values<F, P>::get(d, duv, v);
     }
 };
 template <int BPP, int P> struct window_values<BPP, P, F_BYTES> {
     static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, int rev,
-                                               float (*v)[N + 2]) {
+                                               float (*v)[geo<P>::N + 2]) {
         pixel_values<BPP, P>::get(d, rev, v);
     }
 };
@@ -305,6 +316,22 @@ template <int BPP, int J> struct window_rgb<BPP, F_BYTES, J> {
                                                float base[3]) {
         pixel_rgb<BPP, J>(d, rev, base);
     }
+};
+
+/* window_rgb of the thread's window pixel j + 1 (j: 0 .. END - 1, known
+ * where the caller's loop is unrolled). */
+template <int BPP, int F, int J, int END> struct centre_rgb {
+    static __device__ __forceinline__ void get(int j, const unsigned *d, const unsigned *duv,
+                                               int rev, float base[3]) {
+        if (j == J)
+            window_rgb<BPP, F, J + 1>::get(d, duv, rev, base);
+        else
+            centre_rgb<BPP, F, J + 1, END>::get(j, d, duv, rev, base);
+    }
+};
+template <int BPP, int F, int END> struct centre_rgb<BPP, F, END, END> {
+    static __device__ __forceinline__ void get(int, const unsigned *, const unsigned *, int,
+                                               float *) {}
 };
 
 /* Stores NB bytes (words w) at p with the widest stores p's alignment
@@ -335,18 +362,28 @@ static __device__ __forceinline__ void store_words(unsigned char *p, const unsig
     }
 }
 
+/* The kernel's per-thread constants, held in registers: the weights and
+ * the edge step's scale and threshold (read once, not from the constant
+ * bank at every use). */
+template <int G> struct consts {
+    float w[G][9];
+    float gain, threshold;
+};
+
 /* Output row y from the window win (rows y - 1, y, y + 1; the thread's N + 2
  * columns from x0 - 1) and, for overlay of one edge channel from colour
- * input, the centre row's words dc (and NV12's UV words dcuv). */
+ * input, the centre row's words dc (and NV12's UV words dcuv). obuf: the
+ * warp's staging words for coalesced RGB stores. */
 template <int BPP, int P, int G, int F>
-static __device__ __forceinline__ void emit_row(const strip_params &p, int y, int x0,
-                                                const float (&win)[3][P][N + 2], const unsigned *dc,
-                                                const unsigned *dcuv, unsigned *obuf) {
+static __device__ __forceinline__ void emit_row(const strip_params &p, const consts<G> &k, int y,
+                                                int x0, const float (&win)[3][P][geo<P>::N + 2],
+                                                const unsigned *dc, const unsigned *dcuv,
+                                                unsigned *obuf) {
+    const int N = geo<P>::N;
     const int pairs = G == 2;
-    unsigned ob[N][4];
+    float e[N][P]; /* edge values */
 #pragma unroll
-    for (int j = 0; j < N; j++) {
-        float e[P];
+    for (int j = 0; j < N; j++)
 #pragma unroll
         for (int c = 0; c < P; c++) {
             float acc[G];
@@ -357,99 +394,124 @@ static __device__ __forceinline__ void emit_row(const strip_params &p, int y, in
                 for (int r = 0; r < 3; r++)
 #pragma unroll
                     for (int s = 0; s < 3; s++)
-                        a = __fmaf_rn(p.w[g][r * 3 + s], win[r][c][j + s], a);
+                        a = __fmaf_rn(k.w[g][r * 3 + s], win[r][c][j + s], a);
                 acc[g] = a;
             }
-            e[c] = fv__edge_value(acc[0], acc[G - 1], pairs, p.gain, p.threshold);
+            e[j][c] = fv__edge_value(acc[0], acc[G - 1], pairs, k.gain, k.threshold);
         }
-        float o[3] = {e[0], e[P > 1 ? 1 : 0], e[P > 1 ? 2 : 0]};
-        if (p.overlay) {
-            float base[3];
-            if (P == 3) {
+    /* bytes b[j][0..2] in the output's R, G, B order (GRAY8: b[j][0]) */
+    unsigned b[N][3];
+    if (P == 1 && !p.overlay) {
+        /* one edge value a pixel, in every channel */
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            b[j][0] = b[j][1] = b[j][2] = unpack_byte(e[j][0]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            float o[3] = {e[j][0], e[j][P > 1 ? 1 : 0], e[j][P > 1 ? 2 : 0]};
+            if (p.overlay) {
+                float base[3];
+                if (P == 3) {
+#pragma unroll
+                    for (int c = 0; c < 3; c++)
+                        base[c] = win[1][P > 1 ? c : 0][j + 1];
+                } else if (BPP == 1 && F == F_BYTES) {
+                    base[0] = base[1] = base[2] = win[1][0][j + 1];
+                } else {
+                    /* the window holds channel sums: the centre pixel's bytes */
+                    centre_rgb<BPP, F, 0, N>::get(j, dc, dcuv, p.in_rev, base);
+                }
 #pragma unroll
                 for (int c = 0; c < 3; c++)
-                    base[c] = win[1][P > 1 ? c : 0][j + 1];
-            } else if (BPP == 1 && F == F_BYTES) {
-                base[0] = base[1] = base[2] = win[1][0][j + 1];
-            } else {
-                /* the window holds channel sums: the centre pixel's bytes */
-                if (j == 0) window_rgb<BPP, F, 1>::get(dc, dcuv, p.in_rev, base);
-                if (j == 1) window_rgb<BPP, F, 2>::get(dc, dcuv, p.in_rev, base);
-                if (j == 2) window_rgb<BPP, F, 3>::get(dc, dcuv, p.in_rev, base);
-                if (j == 3) window_rgb<BPP, F, 4>::get(dc, dcuv, p.in_rev, base);
+                    o[c] = fv__edge_overlay(o[c], base[c], 1.0f);
             }
-#pragma unroll
-            for (int c = 0; c < 3; c++)
-                o[c] = fv__edge_overlay(o[c], base[c], 1.0f);
-        }
-        if (p.out_c < 3) o[1] = o[2] = o[0];
-        if (p.out_format == FV_PIXEL_GRAY8) {
-            ob[j][0] = unpack_byte(p.out_c >= 3 ? fv__mean3(o[0], o[1], o[2]) : o[0]);
-        } else {
-            const int rev = p.out_format == FV_PIXEL_BGR24;
-            ob[j][0] = unpack_byte(rev ? o[2] : o[0]);
-            ob[j][1] = unpack_byte(o[1]);
-            ob[j][2] = unpack_byte(rev ? o[0] : o[2]);
-            ob[j][3] = 255u;
+            if (p.out_c < 3) o[1] = o[2] = o[0];
+            if (p.out_format == FV_PIXEL_GRAY8) {
+                b[j][0] = unpack_byte(p.out_c >= 3 ? fv__mean3(o[0], o[1], o[2]) : o[0]);
+                b[j][1] = b[j][2] = b[j][0];
+            } else {
+                const int rev = p.out_format == FV_PIXEL_BGR24;
+                b[j][0] = unpack_byte(rev ? o[2] : o[0]);
+                b[j][1] = unpack_byte(o[1]);
+                b[j][2] = unpack_byte(rev ? o[0] : o[2]);
+            }
         }
     }
     unsigned char *row = p.out + (size_t)y * p.out_stride;
     const int full = x0 + N <= p.width;
     switch (p.out_format) {
-    case FV_PIXEL_GRAY8:
+    case FV_PIXEL_GRAY8: {
+        unsigned w[N / 4];
+#pragma unroll
+        for (int i = 0; i < N / 4; i++)
+            w[i] =
+                b[4 * i][0] | b[4 * i + 1][0] << 8 | b[4 * i + 2][0] << 16 | b[4 * i + 3][0] << 24;
         if (full) {
-            const unsigned w[1] = {ob[0][0] | ob[1][0] << 8 | ob[2][0] << 16 | ob[3][0] << 24};
-            store_words<4>(row + x0, w);
+            store_words<N>(row + x0, w);
         } else {
             for (int j = 0; j < N && x0 + j < p.width; j++)
-                row[x0 + j] = (unsigned char)ob[j][0];
+                row[x0 + j] = (unsigned char)b[j][0];
         }
         break;
+    }
     case FV_PIXEL_RGB24:
     case FV_PIXEL_BGR24: {
+        /* 3 N bytes, as 3 N / 4 words */
+        unsigned w[3 * N / 4];
+#pragma unroll
+        for (int i = 0; i < 3 * N / 4; i++) {
+            unsigned x = 0;
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                x |= b[(4 * i + q) / 3][(4 * i + q) % 3] << 8 * q;
+            w[i] = x;
+        }
         unsigned char *q = row + 3 * (size_t)x0;
-        /* the warp's 32 x 12 bytes are contiguous: where they are all in
+        /* the warp's 32 x 3 N bytes are contiguous: where they are all in
          * the frame and start on 16 bytes, they go through the warp's
-         * staging words as 24 full 16-byte stores (12-byte stores per
-         * thread would touch every sector twice) */
+         * staging words as full 16-byte stores (3 N-byte stores per thread
+         * would touch sectors twice) */
         const unsigned am = __activemask();
         const unsigned lane = threadIdx.x & 31u;
-        const bool coalesce = am == 0xFFFFFFFFu &&
-                              ((uintptr_t)(q - 12 * (size_t)lane) & 15) == 0 &&
-                              __all_sync(am, full);
+        unsigned char *qw = q - 3 * N * (size_t)lane;
+        const bool coalesce =
+            am == 0xFFFFFFFFu && ((uintptr_t)qw & 15) == 0 && __all_sync(am, full);
         if (coalesce) {
-            obuf[3 * lane] = ob[0][0] | ob[0][1] << 8 | ob[0][2] << 16 | ob[1][0] << 24;
-            obuf[3 * lane + 1] = ob[1][1] | ob[1][2] << 8 | ob[2][0] << 16 | ob[2][1] << 24;
-            obuf[3 * lane + 2] = ob[2][2] | ob[3][0] << 8 | ob[3][1] << 16 | ob[3][2] << 24;
+#pragma unroll
+            for (int i = 0; i < 3 * N / 4; i++)
+                obuf[3 * N / 4 * lane + i] = w[i];
             __syncwarp();
-            if (lane < 24) ((uint4 *)(q - 12 * (size_t)lane))[lane] = ((const uint4 *)obuf)[lane];
+#pragma unroll
+            for (int c = 0; c < (6 * N + 31) / 32; c++) /* 6 N 16-byte chunks over 32 lanes */
+                if (lane + 32u * c < 6u * N)
+                    ((uint4 *)qw)[lane + 32 * c] = ((const uint4 *)obuf)[lane + 32 * c];
             __syncwarp(); /* obuf free for the next row */
         } else if (full) {
-            const unsigned w[3] = {
-                ob[0][0] | ob[0][1] << 8 | ob[0][2] << 16 | ob[1][0] << 24,
-                ob[1][1] | ob[1][2] << 8 | ob[2][0] << 16 | ob[2][1] << 24,
-                ob[2][2] | ob[3][0] << 8 | ob[3][1] << 16 | ob[3][2] << 24,
-            };
-            store_words<12>(q, w);
+            store_words<3 * N>(q, w);
         } else {
             for (int j = 0; j < N && x0 + j < p.width; j++)
-                q[3 * j] = (unsigned char)ob[j][0], q[3 * j + 1] = (unsigned char)ob[j][1],
-                      q[3 * j + 2] = (unsigned char)ob[j][2];
+                q[3 * j] = (unsigned char)b[j][0], q[3 * j + 1] = (unsigned char)b[j][1],
+                      q[3 * j + 2] = (unsigned char)b[j][2];
         }
         break;
     }
     case FV_PIXEL_RGBA32: {
         unsigned char *q = row + 4 * (size_t)x0;
-        unsigned w[4];
+        unsigned w[N];
 #pragma unroll
         for (int j = 0; j < N; j++)
-            w[j] = ob[j][0] | ob[j][1] << 8 | ob[j][2] << 16 | ob[j][3] << 24;
+            w[j] = b[j][0] | b[j][1] << 8 | b[j][2] << 16 | 0xFF000000u;
         if (full) {
-            store_words<16>(q, w);
+#pragma unroll
+            for (int i = 0; i < N / 4; i++) {
+                const unsigned v[4] = {w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]};
+                store_words<16>(q + 16 * i, v);
+            }
         } else {
             for (int j = 0; j < N && x0 + j < p.width; j++)
-                for (int b = 0; b < 4; b++)
-                    q[4 * j + b] = (unsigned char)(w[j] >> 8 * b);
+                for (int c = 0; c < 4; c++)
+                    q[4 * j + c] = (unsigned char)(w[j] >> 8 * c);
         }
         break;
     }
@@ -478,22 +540,35 @@ static __device__ __forceinline__ void words(const unsigned char *sub, int o, un
  * kernels (2 for gradient pairs); F: the input format's family. */
 template <int BPP, int P, int G, int F>
 static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) {
-    typedef layout<BPP, F> L;
+    typedef layout<BPP, F, P> L;
+    const int N = L::N;
     extern __shared__ __align__(16) unsigned char sm[];
-    const int bx0 = blockIdx.x * BW, x0 = bx0 + threadIdx.x * N;
+    const int bx0 = blockIdx.x * L::BW, x0 = bx0 + threadIdx.x * N;
     const int ys = blockIdx.y * p.strip;
     const int ye = min(ys + p.strip, p.height);
     const int n_in = ye - ys + 2; /* input rows ys - 1 .. ye */
     const int groups = (n_in + R - 1) / R;
 #pragma unroll
     for (int g = 0; g < NST - 1; g++)
-        stage_rows<BPP, F>(p, sm, g, ys, n_in, bx0);
+        stage_rows<BPP, F, P>(p, sm, g, ys, n_in, bx0);
+
+    consts<G> k;
+#pragma unroll
+    for (int g = 0; g < G; g++)
+#pragma unroll
+        for (int i = 0; i < 9; i++) {
+            k.w[g][i] = p.w[g][i];
+            asm("" : "+f"(k.w[g][i])); /* a register, never re-read from the parameters */
+        }
+    k.gain = p.gain, k.threshold = p.threshold;
+    asm("" : "+f"(k.gain), "+f"(k.threshold));
 
     /* columns x0 - 1 + j inside the frame (outside: value 0) */
     unsigned inside = 0;
 #pragma unroll
     for (int j = 0; j < N + 2; j++)
         inside |= (unsigned)(x0 - 1 + j >= 0 && x0 - 1 + j < p.width) << j;
+    const bool all_inside = inside == (1u << (N + 2)) - 1u;
     const bool active = x0 < p.width; /* has an output pixel (all copy and sync) */
     /* the warp's staging words for coalesced RGB stores (emit_row) */
     unsigned *obuf = (unsigned *)(sm + L::SMEM) + (threadIdx.x >> 5) * OBUF_WORDS;
@@ -510,13 +585,13 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
             for (int j = 0; j < N + 2; j++)
                 win[r][c][j] = 0.0f;
 #pragma unroll
-    for (int k = 0; k < L::NW; k++)
-        dprev[k] = dcur[k] = uprev[k] = ucur[k] = 0u;
+    for (int i = 0; i < L::NW; i++)
+        dprev[i] = dcur[i] = uprev[i] = ucur[i] = 0u;
 
     for (int g = 0; g < groups; g++) {
         fv_k::copy_wait<NST - 2>(); /* stage g has landed (this thread's copies) */
         __syncthreads();            /* everyone's; and stage g - 1 is free */
-        stage_rows<BPP, F>(p, sm, g + NST - 1, ys, n_in, bx0);
+        stage_rows<BPP, F, P>(p, sm, g + NST - 1, ys, n_in, bx0);
         const unsigned char *stage = sm + (g % NST) * R * L::ROW;
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -528,8 +603,8 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
                 for (int j = 0; j < N + 2; j++)
                     win[0][c][j] = win[1][c][j], win[1][c][j] = win[2][c][j];
 #pragma unroll
-            for (int k = 0; k < L::NW; k++)
-                dprev[k] = dcur[k], uprev[k] = ucur[k];
+            for (int q = 0; q < L::NW; q++)
+                dprev[q] = dcur[q], uprev[q] = ucur[q];
             if (active && gy >= 0 && gy < p.height) {
                 const unsigned char *rowp = p.in + (size_t)gy * p.in_stride;
                 words<L::NW>(stage + r * L::ROW,
@@ -542,11 +617,19 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
                 }
                 float v[P][N + 2];
                 window_values<BPP, P, F>::get(dcur, ucur, p.in_rev, v);
+                if (all_inside) {
 #pragma unroll
-                for (int c = 0; c < P; c++)
+                    for (int c = 0; c < P; c++)
 #pragma unroll
-                    for (int j = 0; j < N + 2; j++)
-                        win[2][c][j] = inside >> j & 1u ? v[c][j] : 0.0f;
+                        for (int j = 0; j < N + 2; j++)
+                            win[2][c][j] = v[c][j];
+                } else {
+#pragma unroll
+                    for (int c = 0; c < P; c++)
+#pragma unroll
+                        for (int j = 0; j < N + 2; j++)
+                            win[2][c][j] = inside >> j & 1u ? v[c][j] : 0.0f;
+                }
             } else {
 #pragma unroll
                 for (int c = 0; c < P; c++)
@@ -555,14 +638,14 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
                         win[2][c][j] = 0.0f;
             }
             if (active && i >= 2)
-                emit_row<BPP, P, G, F>(p, ys + i - 2, x0, win, dprev, uprev, obuf);
+                emit_row<BPP, P, G, F>(p, k, ys + i - 2, x0, win, dprev, uprev, obuf);
         }
     }
 }
 
 template <int BPP, int P, int G, int F>
 static fv_status launch(cudaStream_t s, const strip_params &base) {
-    typedef layout<BPP, F> L;
+    typedef layout<BPP, F, P> L;
     const size_t smem = L::SMEM + (size_t)(T / 32) * OBUF_WORDS * 4;
     FV_REQUIRE(smem <= 48 * 1024, FV_ERR_INTERNAL,
                "filter_direct strip kernel: %zu bytes of shared memory", smem);
@@ -570,7 +653,7 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
      * the build's architecture: asked once) */
     static int per_sm = 0;
     if (per_sm == 0) {
-        /* registers allow 8 blocks an SM: ask for the shared memory they need */
+        /* registers allow several blocks an SM: ask for the shared memory they need */
         FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F>,
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          (int)cudaSharedmemCarveoutMaxShared));
@@ -583,7 +666,7 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
     FV_CUDA_TRY(cudaGetDevice(&dev));
     FV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     strip_params p = base;
-    const long long gx = (base.width + BW - 1) / BW, slots = (long long)sms * per_sm;
+    const long long gx = (base.width + L::BW - 1) / L::BW, slots = (long long)sms * per_sm;
     /* one wave: the strips as tall as the resident blocks allow */
     long long strip = (base.height * gx + slots - 1) / slots;
     if (strip < MIN_STRIP) strip = MIN_STRIP;
@@ -594,7 +677,6 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }
-
 /* planes: 1 or 3 (colour edges of a colour input); pairs: gradient pairs */
 template <int BPP, int F>
 static fv_status launch_format(cudaStream_t s, const strip_params &p, int planes, int pairs) {
