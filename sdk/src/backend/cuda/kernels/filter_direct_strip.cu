@@ -370,15 +370,16 @@ template <int G> struct consts {
     float gain, threshold;
 };
 
-/* Output row y from the window win (rows y - 1, y, y + 1; the thread's N + 2
- * columns from x0 - 1) and, for overlay of one edge channel from colour
- * input, the centre row's words dc (and NV12's UV words dcuv). obuf: the
- * warp's staging words for coalesced RGB stores. */
+/* Output row y from the window w0, w1, w2 (rows y - 1, y, y + 1; the
+ * thread's N + 2 columns from x0 - 1) and, for overlay of one edge channel
+ * from colour input, the centre row's words dc (and NV12's UV words dcuv).
+ * obuf: the warp's staging words for coalesced RGB stores. */
 template <int BPP, int P, int G, int F>
-static __device__ __forceinline__ void emit_row(const strip_params &p, const consts<G> &k, int y,
-                                                int x0, const float (&win)[3][P][geo<P>::N + 2],
-                                                const unsigned *dc, const unsigned *dcuv,
-                                                unsigned *obuf) {
+static __device__ __forceinline__ void
+emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
+         const float (&w0)[P][geo<P>::N + 2], const float (&w1)[P][geo<P>::N + 2],
+         const float (&w2)[P][geo<P>::N + 2], const unsigned *dc, const unsigned *dcuv,
+         unsigned *obuf) {
     const int N = geo<P>::N;
     const int pairs = G == 2;
     float e[N][P]; /* edge values */
@@ -391,10 +392,14 @@ static __device__ __forceinline__ void emit_row(const strip_params &p, const con
             for (int g = 0; g < G; g++) {
                 float a = 0.0f;
 #pragma unroll
-                for (int r = 0; r < 3; r++)
+                for (int s = 0; s < 3; s++)
+                    a = __fmaf_rn(k.w[g][s], w0[c][j + s], a);
 #pragma unroll
-                    for (int s = 0; s < 3; s++)
-                        a = __fmaf_rn(k.w[g][r * 3 + s], win[r][c][j + s], a);
+                for (int s = 0; s < 3; s++)
+                    a = __fmaf_rn(k.w[g][3 + s], w1[c][j + s], a);
+#pragma unroll
+                for (int s = 0; s < 3; s++)
+                    a = __fmaf_rn(k.w[g][6 + s], w2[c][j + s], a);
                 acc[g] = a;
             }
             e[j][c] = fv__edge_value(acc[0], acc[G - 1], pairs, k.gain, k.threshold);
@@ -415,9 +420,9 @@ static __device__ __forceinline__ void emit_row(const strip_params &p, const con
                 if (P == 3) {
 #pragma unroll
                     for (int c = 0; c < 3; c++)
-                        base[c] = win[1][P > 1 ? c : 0][j + 1];
+                        base[c] = w1[P > 1 ? c : 0][j + 1];
                 } else if (BPP == 1 && F == F_BYTES) {
-                    base[0] = base[1] = base[2] = win[1][0][j + 1];
+                    base[0] = base[1] = base[2] = w1[0][j + 1];
                 } else {
                     /* the window holds channel sums: the centre pixel's bytes */
                     centre_rgb<BPP, F, 0, N>::get(j, dc, dcuv, p.in_rev, base);
@@ -535,6 +540,55 @@ static __device__ __forceinline__ void words(const unsigned char *sub, int o, un
         d[k] = __funnelshift_r(raw[k], raw[k + 1], sh);
 }
 
+/* Input row i of the block's strip (stage row r): its values into w2 (the
+ * window's oldest row's registers, now its newest) and its words into d2
+ * (u2: NV12's UV words); then, from i = 2 on, output row ys + i - 2 from
+ * the window w0, w1, w2 (w1's words d1, u1: the centre row's). */
+template <int BPP, int P, int G, int F>
+static __device__ __forceinline__ void
+step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int r, int i, int ys,
+     int bx0, int x0, unsigned inside, bool all_inside, bool active, unsigned *obuf,
+     const float (&w0)[P][geo<P>::N + 2], const float (&w1)[P][geo<P>::N + 2],
+     float (&w2)[P][geo<P>::N + 2], const unsigned (&d1)[layout<BPP, F, P>::NW],
+     unsigned (&d2)[layout<BPP, F, P>::NW], const unsigned (&u1)[layout<BPP, F, P>::NW],
+     unsigned (&u2)[layout<BPP, F, P>::NW]) {
+    typedef layout<BPP, F, P> L;
+    const int N = L::N;
+    const int gy = ys - 1 + i;
+    if (active && gy >= 0 && gy < p.height) {
+        const unsigned char *rowp = p.in + (size_t)gy * p.in_stride;
+        words<L::NW>(stage + r * L::ROW,
+                     (int)(row_start<BPP, F>(rowp, bx0) & 15) + threadIdx.x * N * BPP, d2);
+        if (F == F_NV12) {
+            const unsigned char *uvp = p.uv + (size_t)(gy / 2) * p.uv_stride;
+            words<L::NW>(stage + r * L::ROW + L::SUB,
+                         (int)(row_start<BPP, F>(uvp, bx0) & 15) + threadIdx.x * N, u2);
+        }
+        float v[P][N + 2];
+        window_values<BPP, P, F>::get(d2, u2, p.in_rev, v);
+        if (all_inside) {
+#pragma unroll
+            for (int c = 0; c < P; c++)
+#pragma unroll
+                for (int j = 0; j < N + 2; j++)
+                    w2[c][j] = v[c][j];
+        } else {
+#pragma unroll
+            for (int c = 0; c < P; c++)
+#pragma unroll
+                for (int j = 0; j < N + 2; j++)
+                    w2[c][j] = inside >> j & 1u ? v[c][j] : 0.0f;
+        }
+    } else {
+#pragma unroll
+        for (int c = 0; c < P; c++)
+#pragma unroll
+            for (int j = 0; j < N + 2; j++)
+                w2[c][j] = 0.0f;
+    }
+    if (active && i >= 2) emit_row<BPP, P, G, F>(p, k, ys + i - 2, x0, w0, w1, w2, d1, u1, obuf);
+}
+
 /* BPP: input bytes per pixel (1, 3, 4; YUYV and UYVY 2; NV12 1, its Y
  * plane); P: planes (1, or 3 for colour edges of a colour input); G:
  * kernels (2 for gradient pairs); F: the input format's family. */
@@ -573,73 +627,37 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
     /* the warp's staging words for coalesced RGB stores (emit_row) */
     unsigned *obuf = (unsigned *)(sm + L::SMEM) + (threadIdx.x >> 5) * OBUF_WORDS;
 
-    float win[3][P][N + 2];
-    /* the row's words (dcur) and the previous row's (dprev: overlay's
-     * centre row); NV12's UV words beside them */
-    unsigned dprev[L::NW], dcur[L::NW], uprev[L::NW], ucur[L::NW];
+    /* the window's three rows, oldest first before each group: A, B, C;
+     * each row's input words beside it (the centre row's: overlay's base) */
+    float wa[P][N + 2], wb[P][N + 2], wc[P][N + 2];
+    unsigned da[L::NW], db[L::NW], dc[L::NW], ua[L::NW], ub[L::NW], uc[L::NW];
 #pragma unroll
-    for (int r = 0; r < 3; r++)
+    for (int c = 0; c < P; c++)
 #pragma unroll
-        for (int c = 0; c < P; c++)
+        for (int j = 0; j < N + 2; j++)
+            wa[c][j] = wb[c][j] = wc[c][j] = 0.0f;
 #pragma unroll
-            for (int j = 0; j < N + 2; j++)
-                win[r][c][j] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < L::NW; i++)
-        dprev[i] = dcur[i] = uprev[i] = ucur[i] = 0u;
+    for (int q = 0; q < L::NW; q++)
+        da[q] = db[q] = dc[q] = ua[q] = ub[q] = uc[q] = 0u;
 
     for (int g = 0; g < groups; g++) {
         fv_k::copy_wait<NST - 2>(); /* stage g has landed (this thread's copies) */
         __syncthreads();            /* everyone's; and stage g - 1 is free */
         stage_rows<BPP, F, P>(p, sm, g + NST - 1, ys, n_in, bx0);
         const unsigned char *stage = sm + (g % NST) * R * L::ROW;
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            const int i = g * R + r, gy = ys - 1 + i;
-            if (i >= n_in) break;
-#pragma unroll
-            for (int c = 0; c < P; c++)
-#pragma unroll
-                for (int j = 0; j < N + 2; j++)
-                    win[0][c][j] = win[1][c][j], win[1][c][j] = win[2][c][j];
-#pragma unroll
-            for (int q = 0; q < L::NW; q++)
-                dprev[q] = dcur[q], uprev[q] = ucur[q];
-            if (active && gy >= 0 && gy < p.height) {
-                const unsigned char *rowp = p.in + (size_t)gy * p.in_stride;
-                words<L::NW>(stage + r * L::ROW,
-                             (int)(row_start<BPP, F>(rowp, bx0) & 15) + threadIdx.x * N * BPP,
-                             dcur);
-                if (F == F_NV12) {
-                    const unsigned char *uvp = p.uv + (size_t)(gy / 2) * p.uv_stride;
-                    words<L::NW>(stage + r * L::ROW + L::SUB,
-                                 (int)(row_start<BPP, F>(uvp, bx0) & 15) + threadIdx.x * N, ucur);
-                }
-                float v[P][N + 2];
-                window_values<BPP, P, F>::get(dcur, ucur, p.in_rev, v);
-                if (all_inside) {
-#pragma unroll
-                    for (int c = 0; c < P; c++)
-#pragma unroll
-                        for (int j = 0; j < N + 2; j++)
-                            win[2][c][j] = v[c][j];
-                } else {
-#pragma unroll
-                    for (int c = 0; c < P; c++)
-#pragma unroll
-                        for (int j = 0; j < N + 2; j++)
-                            win[2][c][j] = inside >> j & 1u ? v[c][j] : 0.0f;
-                }
-            } else {
-#pragma unroll
-                for (int c = 0; c < P; c++)
-#pragma unroll
-                    for (int j = 0; j < N + 2; j++)
-                        win[2][c][j] = 0.0f;
-            }
-            if (active && i >= 2)
-                emit_row<BPP, P, G, F>(p, k, ys + i - 2, x0, win, dprev, uprev, obuf);
-        }
+        /* each input row takes the oldest row's registers: the roles turn
+         * with the rows, and after R = 3 rows they are A, B, C again (no
+         * register moves) */
+        const int i = g * R;
+        if (i >= n_in) break;
+        step<BPP, P, G, F>(p, k, stage, 0, i, ys, bx0, x0, inside, all_inside, active, obuf, wb, wc,
+                           wa, dc, da, uc, ua);
+        if (i + 1 >= n_in) break;
+        step<BPP, P, G, F>(p, k, stage, 1, i + 1, ys, bx0, x0, inside, all_inside, active, obuf, wc,
+                           wa, wb, da, db, ua, ub);
+        if (i + 2 >= n_in) break;
+        step<BPP, P, G, F>(p, k, stage, 2, i + 2, ys, bx0, x0, inside, all_inside, active, obuf, wa,
+                           wb, wc, db, dc, ub, uc);
     }
 }
 
@@ -647,7 +665,8 @@ template <int BPP, int P, int G, int F>
 static fv_status launch(cudaStream_t s, const strip_params &base) {
     typedef layout<BPP, F, P> L;
     const size_t smem = L::SMEM + (size_t)(T / 32) * OBUF_WORDS * 4;
-    FV_REQUIRE(smem <= 48 * 1024, FV_ERR_INTERNAL,
+    /* at most 64 KiB: within every supported GPU's opt-in limit (sm_75: 64 KiB) */
+    FV_REQUIRE(smem <= 64 * 1024, FV_ERR_INTERNAL,
                "filter_direct strip kernel: %zu bytes of shared memory", smem);
     /* blocks resident per SM, for this kernel (the same on every device of
      * the build's architecture: asked once) */
@@ -657,6 +676,8 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
         FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F>,
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          (int)cudaSharedmemCarveoutMaxShared));
+        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         int n = 0;
         FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
             &n, filter_strip_kernel<BPP, P, G, F>, T, smem));
