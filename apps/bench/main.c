@@ -347,7 +347,8 @@ static const bench_cmd cmds[] = {
      "      [--sms 8,16] (also on CUDA green contexts of that many SMs, with Orin estimates)"},
     {"filter", bench_cmd_filter,
      "GPU: fv_filter_apply on device frames against its DRAM floor (bytes read + written\n"
-     "      at a measured device-to-device copy bandwidth), every kind x input format x\n"
+     "      at a measured device-to-device copy bandwidth), timed as CUDA-graph replays of\n"
+     "      a batch (and eagerly, beside it), every kind x input format x\n"
      "      output at 1080p and 4K; each case checked first (AUTO's engine against FUSED,\n"
      "      byte for byte where direct_exact; FUSED against the CPU backend; exit 1 on a\n"
      "      mismatch); prints the worst ratio per size\n"
