@@ -234,42 +234,14 @@ static __device__ __forceinline__ void yuv_rgb(const unsigned *d, const unsigned
         c[i] = fv__yuv_grid(c[i]);
 }
 
-/* The window's YUV values are held scaled by 2^-16 (the weights by 2^16,
- * so every product and sum is the unscaled one exactly): yuv_rgb's values
- * times 2^-16, bit for bit, with two instructions fewer a channel.
- * fv__yuv_to_rgb's sequence with each constant scaled by 2^-16 gives its
- * result scaled exactly (products and sums of normal floats scale without
- * a new rounding; the clamp's bounds are scaled), and FP16 rounding of
- * that is fv__yuv_grid's rounding before its final * 2^16. */
-const float YUV_SCALE = 1.52587890625e-05f; /* 2^-16 */
-template <int F, int TP>
-static __device__ __forceinline__ void yuv_rgb_scaled(const unsigned *d, const unsigned *duv,
-                                                      float c[3]) {
-    float y, u, v;
-    yuv_src<F, TP>::get(d, duv, y, u, v);
-    const float hi = 255.0f * YUV_SCALE;
-    const float cy = __fmul_rn(1.164f * YUV_SCALE, __fadd_rn(y, -16.0f));
-    const float dd = __fadd_rn(u, -128.0f), ee = __fadd_rn(v, -128.0f);
-    float x[3] = {__fadd_rn(cy, __fmul_rn(1.596f * YUV_SCALE, ee)),
-                  __fadd_rn(__fadd_rn(cy, __fmul_rn(-0.392f * YUV_SCALE, dd)),
-                            __fmul_rn(-0.813f * YUV_SCALE, ee)),
-                  __fadd_rn(cy, __fmul_rn(2.017f * YUV_SCALE, dd))};
-#pragma unroll
-    for (int i = 0; i < 3; i++) {
-        const float t = x[i] < 0.0f ? 0.0f : (x[i] > hi ? hi : x[i]);
-        c[i] = __half2float(__float2half_rn(t));
-    }
-}
-
-/* The values of a thread's N + 2 window pixels from its YUV words, scaled
- * by 2^-16 (yuv_rgb_scaled): P planes (R, G, B), or for P = 1 their sum
- * (v0 + v1) + v2 (exact: values on the 2^-8 grid, scaled). Window pixel J
- * is staged pixel J + 1. */
+/* The values of a thread's N + 2 window pixels from its YUV words: P
+ * planes (R, G, B), or for P = 1 their sum (v0 + v1) + v2 (exact: values
+ * on the 2^-8 grid). Window pixel J is staged pixel J + 1. */
 template <int F, int P, int J = 0, int END = geo<P>::N + 2> struct yuv_values {
     static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv,
                                                float (*v)[END]) {
         float c[3];
-        yuv_rgb_scaled<F, J + 1>(d, duv, c);
+        yuv_rgb<F, J + 1>(d, duv, c);
         if (P == 1) {
             v[0][J] = fv__add(fv__add(c[0], c[1]), c[2]);
         } else {
@@ -448,8 +420,7 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
                 if (P == 3) {
 #pragma unroll
                     for (int c = 0; c < 3; c++)
-                        base[c] = F == F_BYTES ? w1[P > 1 ? c : 0][j + 1]
-                                               : w1[P > 1 ? c : 0][j + 1] * 65536.0f;
+                        base[c] = w1[P > 1 ? c : 0][j + 1];
                 } else if (BPP == 1 && F == F_BYTES) {
                     base[0] = base[1] = base[2] = w1[0][j + 1];
                 } else {
@@ -640,8 +611,7 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
     for (int g = 0; g < G; g++)
 #pragma unroll
         for (int i = 0; i < 9; i++) {
-            /* YUV values are held scaled by 2^-16 (yuv_rgb_scaled) */
-            k.w[g][i] = F == F_BYTES ? p.w[g][i] : p.w[g][i] * 65536.0f;
+            k.w[g][i] = p.w[g][i];
             asm("" : "+f"(k.w[g][i])); /* a register, never re-read from the parameters */
         }
     k.gain = p.gain, k.threshold = p.threshold;
