@@ -42,6 +42,7 @@
 #include "../cuda_check.h"
 #include "../../edge_math.h"
 #include "../../pixel_math.h"
+#include "filter_strip_pixels.cuh"
 
 namespace {
 const int T = 128;             /* threads per block */
@@ -49,17 +50,7 @@ const int R = 3;               /* input rows per stage: the 3-row window's perio
                                   unrolled stage needs no register moves */
 const int NST = 4;             /* stages: (NST - 1) * R rows in flight */
 const int MIN_STRIP = 4;       /* output rows per block at least (halo rows: 2 per strip) */
-const int MAGIC = 0x4B000000;  /* the bits of 2^23: 2^23 + k for an integer 0 <= k < 2^23 */
 const int OBUF_WORDS = 6 * 32; /* a warp's output bytes of one row, RGB: 32 x 24 at most */
-
-/* Output pixels per thread along a row, N: 8 for one edge plane (a
- * thread's per-row work, its halo's 2 extra pixels included, shared by
- * more pixels), 4 for three (their windows' registers); BW: output
- * columns per block. */
-template <int P> struct geo {
-    static const int N = P == 1 ? 8 : 4;
-    static const int BW = N * T;
-};
 
 struct strip_params {
     int width, height, strip;
@@ -76,15 +67,10 @@ struct strip_params {
     float w[2][9]; /* 3 x 3, zero-padded */
 };
 
-/* Input formats of the kernel: bytes (GRAY8, RGB24, BGR24, RGBA32: BPP
- * bytes a pixel) or one of the YUV formats (4:2:2 pairs: U and V shared by
- * two pixels, from an even column). */
-enum { F_BYTES = 0, F_YUYV = 1, F_UYVY = 2, F_NV12 = 3 };
-
 /* Shared-memory layout for BPP input bytes per pixel (the Y plane's for
  * NV12), format F and P edge planes. */
 template <int BPP, int F, int P> struct layout {
-    static const int N = geo<P>::N, BW = geo<P>::BW;
+    static const int N = geo<P>::N, BW = geo<P>::N * T; /* BW: output columns per block */
     /* pixels staged left of the block's first column: the left halo, and
      * for YUV the pair it belongs to */
     static const int LEAD = F == F_BYTES ? 1 : 2;
@@ -157,33 +143,6 @@ static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigne
     fv_k::copy_commit();
 }
 
-static __device__ __forceinline__ float magic_value(unsigned bits) {
-    return __fadd_rn(__uint_as_float(bits), -8388608.0f); /* exact */
-}
-
-/* Byte B of the words d as an exact float. */
-template <int B> static __device__ __forceinline__ float byte_value(const unsigned *d) {
-    return magic_value(__byte_perm(d[B / 4], (unsigned)MAGIC, 0x7540 | (B % 4)));
-}
-
-/* Bytes B, B + 1, B + 2 of d summed (an edge channel of three packed
- * channels: the same integer as FUSED's exact sum), as a float: dp4a adds
- * the bytes selected by a 0/1 mask of each word to 2^23's bits. */
-template <int B> static __device__ __forceinline__ float sum3_value(const unsigned *d) {
-    const int k0 = B / 4, k1 = (B + 2) / 4;
-    unsigned m0 = 0, m1 = 0;
-#pragma unroll
-    for (int b = B; b < B + 3; b++) {
-        if (b / 4 == k0)
-            m0 |= 1u << 8 * (b % 4);
-        else
-            m1 |= 1u << 8 * (b % 4);
-    }
-    unsigned s = __dp4a(d[k0], m0, (unsigned)MAGIC);
-    if (k1 != k0) s = __dp4a(d[k1], m1, s);
-    return magic_value(s);
-}
-
 /* fv__unpack_byte(x, 1, 0) in the low byte (higher bits: not zero).
  * fv__unpack_byte takes t = floor((x * 1 + 0) + 0.5): x * 1 = x, and
  * x + 0 differs from x only for x = -0, where + 0.5 gives 0.5 either way,
@@ -195,144 +154,6 @@ static __device__ __forceinline__ unsigned unpack_byte(float x) {
     const float c = fminf(fmaxf(__fadd_rn(x, 0.5f), 0.0f), 255.0f);
     return __float_as_uint(__fadd_rz(c, 8388608.0f)) & 0xFFu;
 }
-
-/* The Y, U, V bytes of the thread's staged pixel TP (TP = 0: column
- * x0 - 2) as exact floats, from the words of its Y row d (YUYV, UYVY: the
- * pairs) and of its UV row duv (NV12). */
-template <int F, int TP> struct yuv_src;
-template <int TP> struct yuv_src<F_YUYV, TP> { /* Y0 U Y1 V */
-    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, float &y,
-                                               float &u, float &v) {
-        y = byte_value<4 * (TP / 2) + 2 * (TP % 2)>(d);
-        u = byte_value<4 * (TP / 2) + 1>(d), v = byte_value<4 * (TP / 2) + 3>(d);
-    }
-};
-template <int TP> struct yuv_src<F_UYVY, TP> { /* U Y0 V Y1 */
-    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, float &y,
-                                               float &u, float &v) {
-        y = byte_value<4 * (TP / 2) + 1 + 2 * (TP % 2)>(d);
-        u = byte_value<4 * (TP / 2)>(d), v = byte_value<4 * (TP / 2) + 2>(d);
-    }
-};
-template <int TP> struct yuv_src<F_NV12, TP> { /* Y plane; U V pairs */
-    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv, float &y,
-                                               float &u, float &v) {
-        y = byte_value<TP>(d);
-        u = byte_value<2 * (TP / 2)>(duv), v = byte_value<2 * (TP / 2) + 1>(duv);
-    }
-};
-
-/* R, G, B of the thread's staged YUV pixel TP as the FUSED engine takes
- * them: pixel_math.h's conversion, then fv__yuv_grid. */
-template <int F, int TP>
-static __device__ __forceinline__ void yuv_rgb(const unsigned *d, const unsigned *duv, float c[3]) {
-    float y, u, v;
-    yuv_src<F, TP>::get(d, duv, y, u, v);
-    fv__yuv_to_rgb(y, u, v, &c[0], &c[1], &c[2]);
-#pragma unroll
-    for (int i = 0; i < 3; i++)
-        c[i] = fv__yuv_grid(c[i]);
-}
-
-/* The values of a thread's N + 2 window pixels from its YUV words: P
- * planes (R, G, B), or for P = 1 their sum (v0 + v1) + v2 (exact: values
- * on the 2^-8 grid). Window pixel J is staged pixel J + 1. */
-template <int F, int P, int J = 0, int END = geo<P>::N + 2> struct yuv_values {
-    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv,
-                                               float (*v)[END]) {
-        float c[3];
-        yuv_rgb<F, J + 1>(d, duv, c);
-        if (P == 1) {
-            v[0][J] = fv__add(fv__add(c[0], c[1]), c[2]);
-        } else {
-            v[0][J] = c[0];
-            v[P > 1 ? 1 : 0][J] = c[1];
-            v[P > 1 ? 2 : 0][J] = c[2];
-        }
-        yuv_values<F, P, J + 1, END>::get(d, duv, v);
-    }
-};
-template <int F, int P, int END> struct yuv_values<F, P, END, END> {
-    static __device__ __forceinline__ void get(const unsigned *, const unsigned *, float (*)[END]) {
-    }
-};
-
-/* The values of a thread's N + 2 pixels from its words d (the pixels' bytes
- * from byte 0): P planes, R, G, B order for colour. */
-template <int BPP, int P, int J = 0, int END = geo<P>::N + 2> struct pixel_values {
-    static __device__ __forceinline__ void get(const unsigned *d, int rev, float (*v)[END]) {
-        if (BPP == 1) {
-            v[0][J] = byte_value<J>(d);
-        } else if (P == 1) {
-            v[0][J] = sum3_value<BPP * J>(d);
-        } else {
-            const float c0 = byte_value<BPP * J>(d), c2 = byte_value<BPP * J + 2>(d);
-            v[0][J] = rev ? c2 : c0;
-            v[P > 1 ? 1 : 0][J] = byte_value<BPP * J + 1>(d);
-            v[P > 1 ? 2 : 0][J] = rev ? c0 : c2;
-        }
-        pixel_values<BPP, P, J + 1, END>::get(d, rev, v);
-    }
-};
-template <int BPP, int P, int END> struct pixel_values<BPP, P, END, END> {
-    static __device__ __forceinline__ void get(const unsigned *, int, float (*)[END]) {}
-};
-
-/* The input channel values (R, G, B) of the thread's pixel J (its N + 2
- * pixels from the left halo) from its words: overlay's base. */
-template <int BPP, int J>
-static __device__ __forceinline__ void pixel_rgb(const unsigned *d, int rev, float base[3]) {
-    const float c0 = byte_value<BPP * J>(d), c2 = byte_value<BPP * J + 2>(d);
-    base[0] = rev ? c2 : c0;
-    base[1] = byte_value<BPP * J + 1>(d);
-    base[2] = rev ? c0 : c2;
-}
-
-/* The window values of the thread's pixels (planes v) from the words of
- * the row: format F's reader. */
-template <int BPP, int P, int F> struct window_values {
-    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv, int,
-                                               float (*v)[geo<P>::N + 2]) {
-        yuv_values<F, P>::get(d, duv, v);
-    }
-};
-template <int BPP, int P> struct window_values<BPP, P, F_BYTES> {
-    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, int rev,
-                                               float (*v)[geo<P>::N + 2]) {
-        pixel_values<BPP, P>::get(d, rev, v);
-    }
-};
-
-/* R, G, B of the thread's window pixel J from the words of the row (d, and
- * NV12's duv): overlay's base where the window holds channel sums. */
-template <int BPP, int F, int J> struct window_rgb {
-    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv, int,
-                                               float base[3]) {
-        yuv_rgb<F, J + 1>(d, duv, base);
-    }
-};
-template <int BPP, int J> struct window_rgb<BPP, F_BYTES, J> {
-    static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, int rev,
-                                               float base[3]) {
-        pixel_rgb<BPP, J>(d, rev, base);
-    }
-};
-
-/* window_rgb of the thread's window pixel j + 1 (j: 0 .. END - 1, known
- * where the caller's loop is unrolled). */
-template <int BPP, int F, int J, int END> struct centre_rgb {
-    static __device__ __forceinline__ void get(int j, const unsigned *d, const unsigned *duv,
-                                               int rev, float base[3]) {
-        if (j == J)
-            window_rgb<BPP, F, J + 1>::get(d, duv, rev, base);
-        else
-            centre_rgb<BPP, F, J + 1, END>::get(j, d, duv, rev, base);
-    }
-};
-template <int BPP, int F, int END> struct centre_rgb<BPP, F, END, END> {
-    static __device__ __forceinline__ void get(int, const unsigned *, const unsigned *, int,
-                                               float *) {}
-};
 
 /* Stores NB bytes (words w) at p with the widest stores p's alignment
  * allows. */
