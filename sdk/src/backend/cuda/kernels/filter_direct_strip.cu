@@ -49,6 +49,7 @@ const int T = 128;             /* threads per block */
 const int R = 3;               /* input rows per stage: the 3-row window's period, so the
                                   unrolled stage needs no register moves */
 const int NST = 4;             /* stages: (NST - 1) * R rows in flight */
+const int MAX_DEVICES = 64;    /* devices whose launch set-up is kept (launch) */
 const int MIN_STRIP = 4;       /* output rows per block at least (halo rows: 2 per strip) */
 const int OBUF_WORDS = 6 * 32; /* a warp's output bytes of one row, RGB: 32 x 24 at most */
 
@@ -489,9 +490,13 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
     /* at most 64 KiB: within every supported GPU's opt-in limit (sm_75: 64 KiB) */
     FV_REQUIRE(smem <= 64 * 1024, FV_ERR_INTERNAL,
                "filter_direct strip kernel: %zu bytes of shared memory", smem);
-    /* blocks resident per SM, for this kernel (the same on every device of
-     * the build's architecture: asked once) */
-    static int per_sm = 0;
+    /* Per device, once: the kernel's attributes (set per device) and its
+     * blocks resident per SM. Devices past the table are set up at every
+     * launch (the same result, slower). */
+    static int per_sm_of[MAX_DEVICES];
+    int dev = 0, sms = 0;
+    FV_CUDA_TRY(cudaGetDevice(&dev));
+    int per_sm = dev >= 0 && dev < MAX_DEVICES ? per_sm_of[dev] : 0;
     if (per_sm == 0) {
         /* registers allow several blocks an SM: ask for the shared memory they need */
         FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F>,
@@ -503,9 +508,8 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
         FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
             &n, filter_strip_kernel<BPP, P, G, F>, T, smem));
         per_sm = n > 0 ? n : 1;
+        if (dev >= 0 && dev < MAX_DEVICES) per_sm_of[dev] = per_sm;
     }
-    int dev = 0, sms = 0;
-    FV_CUDA_TRY(cudaGetDevice(&dev));
     FV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     strip_params p = base;
     const long long gx = (base.width + L::BW - 1) / L::BW, slots = (long long)sms * per_sm;
