@@ -12,7 +12,14 @@
  *      context's stream, rotating enough frame sets (input and output) to
  *      leave L2 (2x its size), the median of --runs batches per frame.
  *   3. the DRAM floor: the frame's bytes read + written over the bandwidth
- *      of a 256 MiB device-to-device copy in the same run; the ratio.
+ *      of a 256 MiB device-to-device copy in the same run; the ratio. The
+ *      tensor-core floor: the stencil's FLOPs (2 x taps x planes x kernels a
+ *      pixel) over a large FP16 GEMM's rate, in the same run.
+ *   4. the same-bytes copy: a batch of device-to-device copies moving the
+ *      case's bytes (half its read + written bytes each way), rotating over
+ *      the same number of sets and timed the same way (a CUDA graph's
+ *      replays): what a launch of a plain copy costs at this size, the
+ *      fixed costs of a small frame included.
  * Prints one row per case and the worst ratio per size; --json FILE. */
 #include <math.h>
 #include <stdio.h>
@@ -62,6 +69,8 @@ typedef struct filter_row {
     double ms;       /* median GPU-only ms per frame: CUDA-graph replays of a batch */
     double eager_ms; /* the same batch launched eagerly (host launches included) */
     double floor;    /* DRAM floor ms */
+    double tc_floor; /* tensor-core floor ms */
+    double copy_ms;  /* a copy of the same bytes, timed the same way */
     double mb;       /* MB read + written */
     int cpu_max;     /* largest |diff| from the CPU backend */
     int fused_max;   /* largest |diff| from the FUSED engine */
@@ -145,10 +154,19 @@ static int apply_once(fv_context *ctx, fv_filter *f, fv_pixel_format fin, fv_pix
     return s == FV_OK ? 0 : fail_st("apply (check)", s);
 }
 
+/* The stencil's FLOPs a pixel: a multiply and an add per tap, per edge
+ * plane (3 for colour edges of a colour input), per kernel (2 for the
+ * gradient pairs); the pixel conversions not counted. */
+static double filter_flop_per_pixel(fv_filter_kind kind, fv_pixel_format fin, int color) {
+    const int planes = color && fin != FV_PIXEL_GRAY8 ? 3 : 1;
+    const int kernels = kind == FV_FILTER_LAPLACIAN ? 1 : 2;
+    return 2.0 * 9 * planes * kernels;
+}
+
 /* One case: check, then time. */
 static int run_case(fv_context *gpu, fv_context *cpu, const filter_opts *o, int w, int h,
                     fv_filter_kind kind, fv_pixel_format fin, fv_pixel_format fout, int color,
-                    double gbps, size_t l2, filter_row *row) {
+                    const bench_floors *fl, size_t l2, filter_row *row) {
     fv_filter_desc d = {.kind = kind,
                         .width = w,
                         .height = h,
@@ -162,8 +180,9 @@ static int run_case(fv_context *gpu, fv_context *cpu, const filter_opts *o, int 
     fv_filter *f = NULL, *ff = NULL, *fc = NULL;
     fv_frame_buffer *in[MAX_SETS] = {0}, *out[MAX_SETS] = {0};
     cudaEvent_t e0 = NULL, e1 = NULL;
-    cudaGraph_t graph = NULL;
-    cudaGraphExec_t exec = NULL;
+    cudaGraph_t graph = NULL, cgraph = NULL;
+    cudaGraphExec_t exec = NULL, cexec = NULL;
+    void *cbuf = NULL;
     double *t = calloc((size_t)o->runs, sizeof *t), *te = calloc((size_t)o->runs, sizeof *te);
     unsigned char *src = malloc(in_b), *got = malloc(out_b), *ref = malloc(out_b),
                   *cref = malloc(out_b);
@@ -275,13 +294,44 @@ static int run_case(fv_context *gpu, fv_context *cpu, const filter_opts *o, int 
     row->ms = t[o->runs / 2];
     row->eager_ms = te[o->runs / 2];
     row->mb = (double)(in_b + out_b) / 1e6;
-    row->floor = (double)(in_b + out_b) / (gbps * 1e9) * 1e3;
+    row->floor = bench_dram_floor_ms(fl, (double)(in_b + out_b));
+    row->tc_floor = bench_mma_floor_ms(fl, (double)w * h * filter_flop_per_pixel(kind, fin, color));
+    /* 4. the same bytes as plain copies, the same sets, the same timing */
+    const size_t half = (in_b + out_b) / 2;
+    if (cu_fail(cudaMalloc(&cbuf, 2 * half * (size_t)nsets), "cudaMalloc (copy)") ||
+        cu_fail(cudaMemsetAsync(cbuf, 1, 2 * half * (size_t)nsets, st), "cudaMemsetAsync") ||
+        cu_fail(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal),
+                "cudaStreamBeginCapture"))
+        goto done;
+    for (int i = 0; i < o->batch && ce == cudaSuccess; i++) {
+        unsigned char *a = (unsigned char *)cbuf + 2 * half * (size_t)(i % nsets);
+        ce = cudaMemcpyAsync(a + half, a, half, cudaMemcpyDeviceToDevice, st);
+    }
+    cudaError_t ce2 = cudaStreamEndCapture(st, &cgraph);
+    if (cu_fail(ce, "cudaMemcpyAsync (captured)") || cu_fail(ce2, "cudaStreamEndCapture") ||
+        cu_fail(cudaGraphInstantiate(&cexec, cgraph, 0), "cudaGraphInstantiate"))
+        goto done;
+    for (int r = -1; r < o->runs; r++) {
+        float ms = 0;
+        if (cu_fail(cudaEventRecord(e0, st), "cudaEventRecord") ||
+            cu_fail(cudaGraphLaunch(cexec, st), "cudaGraphLaunch") ||
+            cu_fail(cudaEventRecord(e1, st), "cudaEventRecord") ||
+            cu_fail(cudaEventSynchronize(e1), "cudaEventSynchronize") ||
+            cu_fail(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime"))
+            goto done;
+        if (r >= 0) t[r] = ms / o->batch;
+    }
+    qsort(t, (size_t)o->runs, sizeof *t, cmp_double);
+    row->copy_ms = t[o->runs / 2];
     rc = 0;
 done:
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     if (exec) cudaGraphExecDestroy(exec);
     if (graph) cudaGraphDestroy(graph);
+    if (cexec) cudaGraphExecDestroy(cexec);
+    if (cgraph) cudaGraphDestroy(cgraph);
+    cudaFree(cbuf);
     for (int i = 0; i < MAX_SETS; i++) {
         fv_frame_buffer_destroy(in[i]);
         fv_frame_buffer_destroy(out[i]);
@@ -293,28 +343,35 @@ done:
     return rc;
 }
 
-static void write_json(const char *path, const char *device, double gbps, const filter_row *rows,
-                       int n) {
+static void write_json(const char *path, const char *device, const bench_floors *fl,
+                       const filter_row *rows, int n) {
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "fovea-bench filter: cannot write %s\n", path);
         return;
     }
-    fprintf(f, "{\n  \"bench\": \"filter\",\n  \"device\": \"%s\",\n  \"dram_gbps\": %.1f,\n",
-            device, gbps);
-    fprintf(f, "  \"method\": \"GPU-only fv_filter_apply on device frames rotating past 2x L2: a "
-               "batch captured into a CUDA graph, median per frame of its replays between CUDA "
-               "events (eager_ms: the batch launched eagerly); DRAM floor = bytes read + written "
-               "at the measured device-to-device copy bandwidth\",\n  \"rows\": [");
+    fprintf(f,
+            "{\n  \"bench\": \"filter\",\n  \"device\": \"%s\",\n  \"dram_gbps\": %.1f,\n  "
+            "\"mma_tflops\": %.1f,\n",
+            device, fl->dram_gbps, fl->mma_tflops);
+    fprintf(f,
+            "  \"method\": \"GPU-only fv_filter_apply on device frames rotating past 2x L2: a "
+            "batch captured into a CUDA graph, median per frame of its replays between CUDA "
+            "events (eager_ms: the batch launched eagerly); DRAM floor = bytes read + written "
+            "at the measured device-to-device copy bandwidth; tc_floor_ms = the stencil's FLOPs at "
+            "the measured FP16 GEMM rate; copy_ms = device-to-device copies of the same bytes, "
+            "timed the same way\",\n  \"rows\": [");
     for (int i = 0; i < n; i++) {
         const filter_row *r = &rows[i];
         fprintf(f,
                 "%s\n    {\"size\": \"%s\", \"kind\": \"%s\", \"input\": \"%s\", \"output\": "
                 "\"%s\", \"engine\": \"%s\", \"direct_exact\": %d, \"ms\": %.5f, "
-                "\"eager_ms\": %.5f, \"dram_floor_ms\": %.5f, \"x_floor\": %.3f, \"mb\": %.3f, "
+                "\"eager_ms\": %.5f, \"dram_floor_ms\": %.5f, \"tc_floor_ms\": %.6f, "
+                "\"copy_ms\": %.5f, \"x_floor\": %.3f, \"x_copy\": %.3f, \"mb\": %.3f, "
                 "\"max_diff_vs_fused\": %d, \"fused_max_diff_vs_cpu\": %d}",
                 i ? "," : "", r->size, r->kind, r->in, r->out, r->engine, r->exact, r->ms,
-                r->eager_ms, r->floor, r->ms / r->floor, r->mb, r->fused_max, r->cpu_max);
+                r->eager_ms, r->floor, r->tc_floor, r->copy_ms, r->ms / r->floor,
+                r->ms / r->copy_ms, r->mb, r->fused_max, r->cpu_max);
     }
     fprintf(f, "\n  ]\n}\n");
     fclose(f);
@@ -388,24 +445,28 @@ int bench_cmd_filter(int argc, char **argv) {
     }
     l2 = prop.l2CacheSize;
     bench_floors fl;
-    if (bench_floors_measure_dram(&fl) != 0 || fl.dram_gbps <= 0) {
-        fprintf(stderr, "fovea-bench filter: DRAM bandwidth: %s\n", fl.why);
+    if (bench_floors_measure(&fl) != 0 || fl.dram_gbps <= 0 || fl.mma_tflops <= 0) {
+        fprintf(stderr, "fovea-bench filter: floors: %s\n", fl.why);
         fv_context_destroy(cpu), fv_context_destroy(gpu);
         return 1;
     }
     printf("fovea-bench filter: %s (SM %d.%d, %d SMs, L2 %d MiB); DRAM %.0f GB/s "
-           "(device-to-device copy, read + written)\n",
-           prop.name, prop.major, prop.minor, prop.multiProcessorCount, l2 >> 20, fl.dram_gbps);
-    printf("GPU-only fv_filter_apply, engine %s; median of %d CUDA-graph replays of %d applies "
-           "(eager: the same launched eagerly); checked against "
-           "FUSED and the CPU first\n\n",
-           o.engine, o.runs, o.batch);
-    printf("%-6s %-10s %-5s %-10s %-7s %5s %9s %9s %9s %7s %5s %4s\n", "size", "kind", "in", "out",
-           "engine", "exact", "ms", "eager ms", "floor ms", "x floor", "d_fu", "d_cpu");
+           "(device-to-device copy, read + written); tensor cores %.0f TFLOP/s (%d^3 FP16 GEMM)\n",
+           prop.name, prop.major, prop.minor, prop.multiProcessorCount, l2 >> 20, fl.dram_gbps,
+           fl.mma_tflops, fl.gemm_m);
+    printf(
+        "GPU-only fv_filter_apply, engine %s; median of %d CUDA-graph replays of %d applies "
+        "(eager: the same launched eagerly); checked against "
+        "FUSED and the CPU first\nfloor: DRAM floor (the tensor-core floor, TC, is far below it "
+        "in every case); copy: a device-to-device copy of the same bytes, timed the same way\n\n",
+        o.engine, o.runs, o.batch);
+    printf("%-6s %-10s %-5s %-10s %-7s %5s %9s %9s %9s %8s %9s %7s %6s %5s %4s\n", "size", "kind",
+           "in", "out", "engine", "exact", "ms", "eager ms", "floor ms", "TC ms", "copy ms",
+           "x floor", "x copy", "d_fu", "d_cpu");
     const int cap = 2 * 7 * 4 * 5;
     filter_row *rows = calloc(cap, sizeof *rows);
     int n = 0, rc = 0;
-    double worst[2] = {0, 0};
+    double worst[2] = {0, 0}, worst_copy[2] = {0, 0};
     for (size_t si = 0; si < 2 && rows; si++) {
         if (!selected(o.sizes, sizes_all[si].name)) continue;
         const int w = sizes_all[si].value, h = w * 9 / 16;
@@ -424,16 +485,19 @@ int bench_cmd_filter(int argc, char **argv) {
                     snprintf(r->out, sizeof r->out, "%s", outputs_all[oi].name);
                     if (run_case(gpu, cpu, &o, w, h, (fv_filter_kind)kinds_all[ki].value,
                                  (fv_pixel_format)formats_all[fi].value,
-                                 (fv_pixel_format)outputs_all[oi].value, color, fl.dram_gbps,
-                                 (size_t)l2, r)) {
+                                 (fv_pixel_format)outputs_all[oi].value, color, &fl, (size_t)l2,
+                                 r)) {
                         rc = 1;
                         goto out;
                     }
                     const double x = r->ms / r->floor;
                     if (x > worst[si]) worst[si] = x;
-                    printf("%-6s %-10s %-5s %-10s %-7s %5d %9.4f %9.4f %9.4f %7.2f %5d %4d\n",
+                    if (r->ms / r->copy_ms > worst_copy[si]) worst_copy[si] = r->ms / r->copy_ms;
+                    printf("%-6s %-10s %-5s %-10s %-7s %5d %9.4f %9.4f %9.4f %8.5f %9.4f %7.2f "
+                           "%6.2f %5d %4d\n",
                            r->size, r->kind, r->in, r->out, r->engine, r->exact, r->ms, r->eager_ms,
-                           r->floor, x, r->fused_max, r->cpu_max);
+                           r->floor, r->tc_floor, r->copy_ms, x, r->ms / r->copy_ms, r->fused_max,
+                           r->cpu_max);
                     fflush(stdout);
                     n++;
                 }
@@ -444,9 +508,10 @@ out:
     printf("\n");
     for (size_t si = 0; si < 2; si++)
         if (worst[si] > 0)
-            printf("worst ratio to the DRAM floor, %s: %.2f (target <= 2.0)\n", sizes_all[si].name,
-                   worst[si]);
-    if (o.json && rows) write_json(o.json, prop.name, fl.dram_gbps, rows, n);
+            printf("worst ratio to the DRAM floor, %s: %.2f (target <= 2.0); to the same-bytes "
+                   "copy: %.2f\n",
+                   sizes_all[si].name, worst[si], worst_copy[si]);
+    if (o.json && rows) write_json(o.json, prop.name, &fl, rows, n);
     free(rows);
     fv_context_destroy(cpu);
     fv_context_destroy(gpu);

@@ -382,6 +382,30 @@ static void yuv_values_lie_on_the_exact_grid(void **state) {
     assert_true(fv__yuv_grid(254.9375f) == 255.0f); /* step 1/8 from 128: a tie, to even */
 }
 
+/* The GPU's form of the grid (fv__yuv_grid_magic: no FP16 conversion) gives
+ * the FP16 route's floats for every float from 2^-10 to 256, and for 0 and
+ * the values below (which both take to 0). */
+static void yuv_grid_without_conversions(void **state) {
+    (void)state;
+    unsigned lo, hi;
+    const float flo = 1.0f / 1024, fhi = 256.0f;
+    memcpy(&lo, &flo, sizeof lo);
+    memcpy(&hi, &fhi, sizeof hi);
+    size_t n = 0;
+    for (unsigned b = lo; b <= hi; b++, n++) {
+        float v;
+        memcpy(&v, &b, sizeof v);
+        const float want = fv_round_f16(v * 1.52587890625e-05f) * 65536.0f;
+        const float got = fv__yuv_grid_magic(v);
+        if (memcmp(&want, &got, sizeof got) != 0)
+            fail_msg("%.9g: FP16 route %.9g, magic %.9g", (double)v, (double)want, (double)got);
+    }
+    assert_true(n > 100000000);
+    const float small[] = {0.0f, 1e-30f, 1.0f / 2048, 1.0f / 1025};
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
+        assert_true(fv__yuv_grid_magic(small[i]) == 0.0f && !signbit(fv__yuv_grid_magic(small[i])));
+}
+
 /* fv_filter_info.direct_exact: DIRECT's bytes provably FUSED's where every
  * sum is exact in FP32: values (bytes, or YUV on the 2^-8 grid) times FP16
  * weights (multiples of 2^-q), 255 * channels * sum |w| * 2^(q + qi) < 2^24. */
@@ -426,6 +450,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(engine_choice_on_the_cpu),
         cmocka_unit_test(yuv_values_lie_on_the_exact_grid),
+        cmocka_unit_test(yuv_grid_without_conversions),
         cmocka_unit_test(direct_exact_follows_the_sums),
         cmocka_unit_test(every_kind_matches_the_reference),
         cmocka_unit_test(threshold_and_overlay_follow_the_rule),

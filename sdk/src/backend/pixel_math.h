@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 #include "fovea/fp16.h" /* fv_round_f16 */
 #include "fovea/ops.h"  /* fv_pixel_format */
 #ifdef __CUDACC__
@@ -74,12 +75,39 @@ FV_HD static inline void fv__yuv_to_rgb(float y, float u, float v, float *r, flo
  * rounding of v * 2^-16: FP16's subnormals (below 2^-14, steps of 2^-24)
  * are then exactly the values below 4 in steps of 2^-8, and above them the
  * relative steps are FP16's own; both scalings are exact. */
+FV_HD static FV_FORCEINLINE float fv__yuv_grid_magic(float v);
 FV_HD static FV_FORCEINLINE float fv__yuv_grid(float v) {
 #ifdef __CUDA_ARCH__
-    return __half2float(__float2half_rn(v * 1.52587890625e-05f)) * 65536.0f;
+    return fv__yuv_grid_magic(v); /* the same floats, without conversions */
 #else
     return fv_round_f16(v * 1.52587890625e-05f) * 65536.0f;
 #endif
+}
+
+/* fv__yuv_grid for v in [+0, 255], in full-rate float and integer
+ * operations (GPUs convert FP32 to FP16 at a quarter of their add rate or
+ * less): with 2^e <= v < 2^(e+1) and E = max(e, 2), the grid's step there is
+ * 2^(E-10), and (v + C) - C with C = 2^(E+13) rounds v to a multiple of it,
+ * to nearest, ties to even (floats from C to 2C step by 2^(E-10); C's own
+ * significand is even). The same floats as the FP16 route for every such v
+ * (tests/unit/test_filter.c checks every float from 2^-10 to 256). */
+FV_HD static FV_FORCEINLINE float fv__yuv_grid_magic(float v) {
+    unsigned e;
+#ifdef __CUDA_ARCH__
+    e = __float_as_uint(v) & 0x7F800000u;
+#else
+    memcpy(&e, &v, sizeof e);
+    e &= 0x7F800000u;
+#endif
+    if (e < 0x40800000u) e = 0x40800000u; /* 4.0f: the 2^-8 steps below 4 */
+    e += 13u << 23;                       /* 2^(E+13) */
+    float c;
+#ifdef __CUDA_ARCH__
+    c = __uint_as_float(e);
+#else
+    memcpy(&c, &e, sizeof c);
+#endif
+    return fv__add(fv__add(v, c), -c);
 }
 
 /* Luma of R, G, B bytes (as floats): (0.299 R + 0.587 G) + 0.114 B. */

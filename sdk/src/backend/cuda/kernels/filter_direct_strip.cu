@@ -30,11 +30,15 @@
  * Exactness: the values are the FUSED engine's (bytes; the sum of three
  * bytes for one edge channel of a colour input, exact in integers; YUV
  * values on the 2^-8 grid and their sums, exact in FP32), the
- * convolution is FP32 FMAs of FP16 weights in this kernel's order, and the
+ * convolution is FP32 FMAs of FP16 weights in this kernel's order (the
+ * built-in kinds: the Laplacian's box form and the gradient pairs'
+ * separable form, see plane_sums: 5.5 and 9 operations a pixel and plane
+ * instead of 9 and 18, taken only where every sum is exact), and the
  * edge step is edge_math.h's sequence; where core/filter.c proves every
  * partial sum exact (direct_exact) the bytes are FUSED's, as for the tiled
  * kernel (see filter_direct.cu). Unpack is fv__unpack_byte's rule computed
  * without a conversion instruction (see unpack_byte). */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include "filter_direct_strip.cuh"
@@ -66,7 +70,11 @@ struct strip_params {
     int in_c, out_c, overlay;
     float gain, threshold;
     float w[2][9]; /* 3 x 3, zero-padded */
+    float fc[2];   /* FORM_BOX: c, m - c; FORM_SEP: a, b (see form_of) */
 };
+
+/* How a thread sums its 3 x 3 taps (see form_of). */
+enum { FORM_TAPS = 0, FORM_BOX = 1, FORM_SEP = 2 };
 
 /* Shared-memory layout for BPP input bytes per pixel (the Y plane's for
  * NV12), format F and P edge planes. */
@@ -189,14 +197,71 @@ static __device__ __forceinline__ void store_words(unsigned char *p, const unsig
  * bank at every use). */
 template <int G> struct consts {
     float w[G][9];
+    float f0, f1; /* the form's coefficients (strip_params.fc) */
     float gain, threshold;
 };
+
+/* The G sums of plane values (window rows r0, r1, r2: the thread's N + 2
+ * columns from x0 - 1) for each of its N pixels, acc[j][g]. FORM_TAPS: the
+ * 9 taps as FMAs, kernel order. FORM_BOX (the Laplacian's form, G = 1:
+ * ring weight c, centre m): c * (3 x 3 sum) + (m - c) * centre, the 3 x 3
+ * sums from column sums shared by neighbours. FORM_SEP (the gradient
+ * pairs, G = 2: [-a 0 a; -b 0 b; -a 0 a] and its transpose): differences of
+ * the columns' smoothed values a r0 + b r1 + a r2, and smoothing (a, b, a)
+ * of the columns' differences r2 - r0. form_of takes the forms only where
+ * every partial sum of every order is exact (integer weights, bounded
+ * sums), so all three give the same floats. */
+template <int FORM, int G, int N>
+static __device__ __forceinline__ void plane_sums(const consts<G> &k, const float (&r0)[N + 2],
+                                                  const float (&r1)[N + 2],
+                                                  const float (&r2)[N + 2], float (&acc)[N][G]) {
+    if (FORM == FORM_BOX) {
+        float col[N + 2];
+#pragma unroll
+        for (int j = 0; j < N + 2; j++)
+            col[j] = __fadd_rn(__fadd_rn(r0[j], r1[j]), r2[j]);
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            acc[j][0] =
+                __fmaf_rn(k.f1, r1[j + 1],
+                          __fmul_rn(k.f0, __fadd_rn(__fadd_rn(col[j], col[j + 1]), col[j + 2])));
+    } else if (FORM == FORM_SEP) {
+        float sm[N + 2], d[N + 2];
+#pragma unroll
+        for (int j = 0; j < N + 2; j++) {
+            sm[j] = __fmaf_rn(k.f0, __fadd_rn(r0[j], r2[j]), __fmul_rn(k.f1, r1[j]));
+            d[j] = __fsub_rn(r2[j], r0[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            acc[j][0] = __fsub_rn(sm[j + 2], sm[j]);
+            acc[j][G - 1] = __fmaf_rn(k.f0, __fadd_rn(d[j], d[j + 2]), __fmul_rn(k.f1, d[j + 1]));
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < N; j++)
+#pragma unroll
+            for (int g = 0; g < G; g++) {
+                float a = 0.0f;
+#pragma unroll
+                for (int s = 0; s < 3; s++)
+                    a = __fmaf_rn(k.w[g][s], r0[j + s], a);
+#pragma unroll
+                for (int s = 0; s < 3; s++)
+                    a = __fmaf_rn(k.w[g][3 + s], r1[j + s], a);
+#pragma unroll
+                for (int s = 0; s < 3; s++)
+                    a = __fmaf_rn(k.w[g][6 + s], r2[j + s], a);
+                acc[j][g] = a;
+            }
+    }
+}
 
 /* Output row y from the window w0, w1, w2 (rows y - 1, y, y + 1; the
  * thread's N + 2 columns from x0 - 1) and, for overlay of one edge channel
  * from colour input, the centre row's words dc (and NV12's UV words dcuv).
  * obuf: the warp's staging words for coalesced RGB stores. */
-template <int BPP, int P, int G, int F>
+template <int BPP, int P, int G, int F, int FORM>
 static __device__ __forceinline__ void
 emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
          const float (&w0)[P][geo<P>::N + 2], const float (&w1)[P][geo<P>::N + 2],
@@ -206,26 +271,13 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
     const int pairs = G == 2;
     float e[N][P]; /* edge values */
 #pragma unroll
-    for (int j = 0; j < N; j++)
+    for (int c = 0; c < P; c++) {
+        float acc[N][G];
+        plane_sums<FORM, G, N>(k, w0[c], w1[c], w2[c], acc);
 #pragma unroll
-        for (int c = 0; c < P; c++) {
-            float acc[G];
-#pragma unroll
-            for (int g = 0; g < G; g++) {
-                float a = 0.0f;
-#pragma unroll
-                for (int s = 0; s < 3; s++)
-                    a = __fmaf_rn(k.w[g][s], w0[c][j + s], a);
-#pragma unroll
-                for (int s = 0; s < 3; s++)
-                    a = __fmaf_rn(k.w[g][3 + s], w1[c][j + s], a);
-#pragma unroll
-                for (int s = 0; s < 3; s++)
-                    a = __fmaf_rn(k.w[g][6 + s], w2[c][j + s], a);
-                acc[g] = a;
-            }
-            e[j][c] = fv__edge_value(acc[0], acc[G - 1], pairs, k.gain, k.threshold);
-        }
+        for (int j = 0; j < N; j++)
+            e[j][c] = fv__edge_value(acc[j][0], acc[j][G - 1], pairs, k.gain, k.threshold);
+    }
     /* bytes b[j][0..2] in the output's R, G, B order (GRAY8: b[j][0]) */
     unsigned b[N][3];
     if (P == 1 && !p.overlay) {
@@ -366,7 +418,7 @@ static __device__ __forceinline__ void words(const unsigned char *sub, int o, un
  * window's oldest row's registers, now its newest) and its words into d2
  * (u2: NV12's UV words); then, from i = 2 on, output row ys + i - 2 from
  * the window w0, w1, w2 (w1's words d1, u1: the centre row's). */
-template <int BPP, int P, int G, int F>
+template <int BPP, int P, int G, int F, int FORM>
 static __device__ __forceinline__ void
 step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int r, int i, int ys,
      int bx0, int x0, unsigned inside, bool all_inside, bool active, unsigned *obuf,
@@ -408,13 +460,14 @@ step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int 
             for (int j = 0; j < N + 2; j++)
                 w2[c][j] = 0.0f;
     }
-    if (active && i >= 2) emit_row<BPP, P, G, F>(p, k, ys + i - 2, x0, w0, w1, w2, d1, u1, obuf);
+    if (active && i >= 2)
+        emit_row<BPP, P, G, F, FORM>(p, k, ys + i - 2, x0, w0, w1, w2, d1, u1, obuf);
 }
 
 /* BPP: input bytes per pixel (1, 3, 4; YUYV and UYVY 2; NV12 1, its Y
  * plane); P: planes (1, or 3 for colour edges of a colour input); G:
  * kernels (2 for gradient pairs); F: the input format's family. */
-template <int BPP, int P, int G, int F>
+template <int BPP, int P, int G, int F, int FORM>
 static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) {
     typedef layout<BPP, F, P> L;
     const int N = L::N;
@@ -429,15 +482,18 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
         stage_rows<BPP, F, P>(p, sm, g, ys, n_in, bx0);
 
     consts<G> k;
+    if (FORM == FORM_TAPS) {
 #pragma unroll
-    for (int g = 0; g < G; g++)
+        for (int g = 0; g < G; g++)
 #pragma unroll
-        for (int i = 0; i < 9; i++) {
-            k.w[g][i] = p.w[g][i];
-            asm("" : "+f"(k.w[g][i])); /* a register, never re-read from the parameters */
-        }
+            for (int i = 0; i < 9; i++) {
+                k.w[g][i] = p.w[g][i];
+                asm("" : "+f"(k.w[g][i])); /* a register, never re-read from the parameters */
+            }
+    }
+    k.f0 = p.fc[0], k.f1 = p.fc[1];
     k.gain = p.gain, k.threshold = p.threshold;
-    asm("" : "+f"(k.gain), "+f"(k.threshold));
+    asm("" : "+f"(k.f0), "+f"(k.f1), "+f"(k.gain), "+f"(k.threshold));
 
     /* columns x0 - 1 + j inside the frame (outside: value 0) */
     unsigned inside = 0;
@@ -472,18 +528,18 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
          * register moves) */
         const int i = g * R;
         if (i >= n_in) break;
-        step<BPP, P, G, F>(p, k, stage, 0, i, ys, bx0, x0, inside, all_inside, active, obuf, wb, wc,
-                           wa, dc, da, uc, ua);
+        step<BPP, P, G, F, FORM>(p, k, stage, 0, i, ys, bx0, x0, inside, all_inside, active, obuf,
+                                 wb, wc, wa, dc, da, uc, ua);
         if (i + 1 >= n_in) break;
-        step<BPP, P, G, F>(p, k, stage, 1, i + 1, ys, bx0, x0, inside, all_inside, active, obuf, wc,
-                           wa, wb, da, db, ua, ub);
+        step<BPP, P, G, F, FORM>(p, k, stage, 1, i + 1, ys, bx0, x0, inside, all_inside, active,
+                                 obuf, wc, wa, wb, da, db, ua, ub);
         if (i + 2 >= n_in) break;
-        step<BPP, P, G, F>(p, k, stage, 2, i + 2, ys, bx0, x0, inside, all_inside, active, obuf, wa,
-                           wb, wc, db, dc, ub, uc);
+        step<BPP, P, G, F, FORM>(p, k, stage, 2, i + 2, ys, bx0, x0, inside, all_inside, active,
+                                 obuf, wa, wb, wc, db, dc, ub, uc);
     }
 }
 
-template <int BPP, int P, int G, int F>
+template <int BPP, int P, int G, int F, int FORM>
 static fv_status launch(cudaStream_t s, const strip_params &base) {
     typedef layout<BPP, F, P> L;
     const size_t smem = L::SMEM + (size_t)(T / 32) * OBUF_WORDS * 4;
@@ -499,14 +555,14 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
     int per_sm = dev >= 0 && dev < MAX_DEVICES ? per_sm_of[dev] : 0;
     if (per_sm == 0) {
         /* registers allow several blocks an SM: ask for the shared memory they need */
-        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F>,
+        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM>,
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          (int)cudaSharedmemCarveoutMaxShared));
-        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F>,
+        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         int n = 0;
         FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &n, filter_strip_kernel<BPP, P, G, F>, T, smem));
+            &n, filter_strip_kernel<BPP, P, G, F, FORM>, T, smem));
         per_sm = n > 0 ? n : 1;
         if (dev >= 0 && dev < MAX_DEVICES) per_sm_of[dev] = per_sm;
     }
@@ -519,15 +575,58 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
     if (strip < (base.height + 65534) / 65535) strip = (base.height + 65534) / 65535;
     p.strip = (int)strip;
     const dim3 grid((unsigned)gx, (unsigned)((base.height + strip - 1) / strip));
-    filter_strip_kernel<BPP, P, G, F><<<grid, T, smem, s>>>(p);
+    filter_strip_kernel<BPP, P, G, F, FORM><<<grid, T, smem, s>>>(p);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }
-/* planes: 1 or 3 (colour edges of a colour input); pairs: gradient pairs */
+/* planes: 1 or 3 (colour edges of a colour input); form: form_of's (pairs:
+ * FORM_SEP, or FORM_TAPS for two kernels of another form; one kernel:
+ * FORM_BOX or FORM_TAPS) */
+template <int P, int BPP, int F>
+static fv_status launch_planes(cudaStream_t s, const strip_params &p, int form, int pairs) {
+    if (pairs)
+        return form == FORM_SEP ? launch<BPP, P, 2, F, FORM_SEP>(s, p)
+                                : launch<BPP, P, 2, F, FORM_TAPS>(s, p);
+    return form == FORM_BOX ? launch<BPP, P, 1, F, FORM_BOX>(s, p)
+                            : launch<BPP, P, 1, F, FORM_TAPS>(s, p);
+}
 template <int BPP, int F>
-static fv_status launch_format(cudaStream_t s, const strip_params &p, int planes, int pairs) {
-    if (planes == 3) return pairs ? launch<BPP, 3, 2, F>(s, p) : launch<BPP, 3, 1, F>(s, p);
-    return pairs ? launch<BPP, 1, 2, F>(s, p) : launch<BPP, 1, 1, F>(s, p);
+static fv_status launch_format(cudaStream_t s, const strip_params &p, int planes, int form,
+                               int pairs) {
+    return planes == 3 ? launch_planes<3, BPP, F>(s, p, form, pairs)
+                       : launch_planes<1, BPP, F>(s, p, form, pairs);
+}
+
+/* The form a 3 x 3 kernel (pairs: two) can be summed in, and its
+ * coefficients: FORM_BOX for one kernel [c c c; c m c; c c c], FORM_SEP for
+ * [-a 0 a; -b 0 b; -a 0 a] with its transpose, c, a, b > 0, where every
+ * weight is an integer and 765 * 2^8 * sum |w| < 2^24: then every partial
+ * sum of the values (integers, or YUV values on the 2^-8 grid; a sum of
+ * three channels at most 765) times any integer combination of the weights
+ * up to sum |w| is exact in FP32, whatever the order, and the forms give the
+ * taps' floats. Else FORM_TAPS. */
+static int form_of(const float w[18], int pairs, float fc[2]) {
+    double sum = 0;
+    for (int i = 0; i < 9 * (pairs ? 2 : 1); i++) {
+        if (w[i] != floorf(w[i])) return FORM_TAPS;
+        sum += fabs((double)w[i]);
+    }
+    if (765.0 * 256.0 * sum >= 16777216.0) return FORM_TAPS;
+    if (!pairs) {
+        const float c = w[0], m = w[4];
+        for (int i = 0; i < 9; i++)
+            if (i != 4 && w[i] != c) return FORM_TAPS;
+        if (!(c > 0)) return FORM_TAPS;
+        fc[0] = c, fc[1] = m - c; /* integers below 2^24: exact */
+        return FORM_BOX;
+    }
+    const float a = w[2], b = w[5];
+    const float want[9] = {-a, 0, a, -b, 0, b, -a, 0, a};
+    for (int i = 0; i < 9; i++)
+        if (w[i] != want[i] || w[9 + i] != want[(i % 3) * 3 + i / 3]) return FORM_TAPS;
+    if (!(a > 0 && b > 0)) return FORM_TAPS;
+    fc[0] = a, fc[1] = b;
+    return FORM_SEP;
 }
 
 extern "C" int fv__cuda_filter_strip_fits(const fv__cuda_direct_args *a) {
@@ -554,18 +653,19 @@ extern "C" fv_status fv__cuda_filter_strip_launch(cudaStream_t s, const fv__cuda
     p.gain = a->gain, p.threshold = a->threshold;
     memcpy(p.w, w, sizeof p.w);
     const int planes = a->m == 1 ? 1 : 3;
+    const int form = form_of(w, a->pairs, p.fc);
     switch (a->in_format) {
     case FV_PIXEL_GRAY8: /* one channel: no colour planes */
-        return a->pairs ? launch<1, 1, 2, F_BYTES>(s, p) : launch<1, 1, 1, F_BYTES>(s, p);
+        return launch_planes<1, 1, F_BYTES>(s, p, form, a->pairs);
     case FV_PIXEL_RGBA32:
-        return launch_format<4, F_BYTES>(s, p, planes, a->pairs);
+        return launch_format<4, F_BYTES>(s, p, planes, form, a->pairs);
     case FV_PIXEL_YUYV:
-        return launch_format<2, F_YUYV>(s, p, planes, a->pairs);
+        return launch_format<2, F_YUYV>(s, p, planes, form, a->pairs);
     case FV_PIXEL_UYVY:
-        return launch_format<2, F_UYVY>(s, p, planes, a->pairs);
+        return launch_format<2, F_UYVY>(s, p, planes, form, a->pairs);
     case FV_PIXEL_NV12:
-        return launch_format<1, F_NV12>(s, p, planes, a->pairs);
+        return launch_format<1, F_NV12>(s, p, planes, form, a->pairs);
     default:
-        return launch_format<3, F_BYTES>(s, p, planes, a->pairs);
+        return launch_format<3, F_BYTES>(s, p, planes, form, a->pairs);
     }
 }
