@@ -76,11 +76,19 @@ FV_HD static inline void fv__yuv_to_rgb(float y, float u, float v, float *r, flo
  * are then exactly the values below 4 in steps of 2^-8, and above them the
  * relative steps are FP16's own; both scalings are exact. */
 FV_HD static FV_FORCEINLINE float fv__yuv_grid_magic(float v);
+/* The rule through FP16 itself. */
+FV_HD static FV_FORCEINLINE float fv__yuv_grid_f16(float v) {
+#ifdef __CUDA_ARCH__
+    return __half2float(__float2half_rn(v * 1.52587890625e-05f)) * 65536.0f;
+#else
+    return fv_round_f16(v * 1.52587890625e-05f) * 65536.0f;
+#endif
+}
 FV_HD static FV_FORCEINLINE float fv__yuv_grid(float v) {
 #ifdef __CUDA_ARCH__
     return fv__yuv_grid_magic(v); /* the same floats, without conversions */
 #else
-    return fv_round_f16(v * 1.52587890625e-05f) * 65536.0f;
+    return fv__yuv_grid_f16(v);
 #endif
 }
 

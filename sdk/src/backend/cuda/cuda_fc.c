@@ -85,6 +85,10 @@ static void *make_handle(void *arg) {
 void fv__cuda_fc_prepare(fv_context *ctx) {
     fv__cuda_state *cs = fv__cuda_state_of(ctx);
     if (!cs || cs->lt || cs->lt_loading) return;
+    /* "0": no helper thread, the first fc makes the handle (to measure what
+     * the thread saves, or to keep CUDA calls on one thread under a tool) */
+    const char *ahead = getenv("FV_CUBLASLT_AHEAD");
+    if (ahead && strcmp(ahead, "0") == 0) return;
     cs->lt_made = NULL;
     if (pthread_create(&cs->lt_thread, NULL, make_handle, cs) == 0) cs->lt_loading = 1;
     /* else: the first fc makes the handle itself */

@@ -204,7 +204,7 @@ template <int G> struct consts {
 /* The G sums of plane values (window rows r0, r1, r2: the thread's N + 2
  * columns from x0 - 1) for each of its N pixels, acc[j][g]. FORM_TAPS: the
  * 9 taps as FMAs, kernel order. FORM_BOX (the Laplacian's form, G = 1:
- * ring weight c, centre m): c * (3 x 3 sum) + (m - c) * centre, the 3 x 3
+ * ring weight c, centre m; one plane): c * (3 x 3 sum) + (m - c) * centre, the 3 x 3
  * sums from column sums shared by neighbours. FORM_SEP (the gradient
  * pairs, G = 2: [-a 0 a; -b 0 b; -a 0 a] and its transpose): differences of
  * the columns' smoothed values a r0 + b r1 + a r2, and smoothing (a, b, a)
@@ -587,8 +587,9 @@ static fv_status launch_planes(cudaStream_t s, const strip_params &p, int form, 
     if (pairs)
         return form == FORM_SEP ? launch<BPP, P, 2, F, FORM_SEP>(s, p)
                                 : launch<BPP, P, 2, F, FORM_TAPS>(s, p);
-    return form == FORM_BOX ? launch<BPP, P, 1, F, FORM_BOX>(s, p)
-                            : launch<BPP, P, 1, F, FORM_TAPS>(s, p);
+    /* the box form for one plane only (form_of): no kernel made for three */
+    return P == 1 && form == FORM_BOX             ? launch < BPP, P, 1, F,
+           P == 1 ? FORM_BOX : FORM_TAPS > (s, p) : launch<BPP, P, 1, F, FORM_TAPS>(s, p);
 }
 template <int BPP, int F>
 static fv_status launch_format(cudaStream_t s, const strip_params &p, int planes, int form,
@@ -605,7 +606,7 @@ static fv_status launch_format(cudaStream_t s, const strip_params &p, int planes
  * three channels at most 765) times any integer combination of the weights
  * up to sum |w| is exact in FP32, whatever the order, and the forms give the
  * taps' floats. Else FORM_TAPS. */
-static int form_of(const float w[18], int pairs, float fc[2]) {
+static int form_of(const float w[18], int pairs, int planes, float fc[2]) {
     double sum = 0;
     for (int i = 0; i < 9 * (pairs ? 2 : 1); i++) {
         if (w[i] != floorf(w[i])) return FORM_TAPS;
@@ -613,6 +614,7 @@ static int form_of(const float w[18], int pairs, float fc[2]) {
     }
     if (765.0 * 256.0 * sum >= 16777216.0) return FORM_TAPS;
     if (!pairs) {
+        if (planes != 1) return FORM_TAPS; /* measured: the box form slower there */
         const float c = w[0], m = w[4];
         for (int i = 0; i < 9; i++)
             if (i != 4 && w[i] != c) return FORM_TAPS;
@@ -653,7 +655,7 @@ extern "C" fv_status fv__cuda_filter_strip_launch(cudaStream_t s, const fv__cuda
     p.gain = a->gain, p.threshold = a->threshold;
     memcpy(p.w, w, sizeof p.w);
     const int planes = a->m == 1 ? 1 : 3;
-    const int form = form_of(w, a->pairs, p.fc);
+    const int form = form_of(w, a->pairs, planes, p.fc);
     switch (a->in_format) {
     case FV_PIXEL_GRAY8: /* one channel: no colour planes */
         return launch_planes<1, 1, F_BYTES>(s, p, form, a->pairs);
