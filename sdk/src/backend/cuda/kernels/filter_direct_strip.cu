@@ -32,7 +32,7 @@
  * values on the 2^-8 grid and their sums, exact in FP32), the
  * convolution is FP32 FMAs of FP16 weights in this kernel's order (the
  * built-in kinds: the Laplacian's box form and the gradient pairs'
- * separable form, see plane_sums: 5.5 and 9 operations a pixel and plane
+ * separable form, see plane_sums: 6.5 and 9 operations a pixel and plane
  * instead of 9 and 18, taken only where every sum is exact), and the
  * edge step is edge_math.h's sequence; where core/filter.c proves every
  * partial sum exact (direct_exact) the bytes are FUSED's, as for the tiled
