@@ -10,7 +10,9 @@
 # latency reservoir filling); the first sample after it is the baseline.
 # A program fails the soak when
 #   - its anonymous RSS (RssAnon: heap and private mappings, where a leak
-#     grows; VmRSS where the kernel has no RssAnon) at the last sample is
+#     grows; VmRSS where the kernel has no RssAnon) at the end (the larger
+#     of the last two samples: the last may catch the program's teardown
+#     freeing its pools, which would hide a leak as large as them) is
 #     more than FV_SOAK_BOUND_KB (default 2048) above the baseline: an
 #     absolute bound, as most of the RSS is the libraries mapped (CUDA's
 #     among them: ~160 MB), which a percentage would hide a leak behind. The
@@ -139,7 +141,12 @@ soak() {
       }
       peak = 0
       for (i = base; i <= n; i++) if (rss[i] > peak) peak = rss[i]
-      grew = rss[n] - rss[base]
+      # The end is the larger of the last two samples after the baseline:
+      # the last one may catch the program tearing down (its pools freed,
+      # which would hide a leak as large as them).
+      end = rss[n]
+      if (n - 1 > base && rss[n - 1] > end) end = rss[n - 1]
+      grew = end - rss[base]
       gtxt = ""; gbad = 0
       if (g[base] != "" && g[n] != "") {
         gmax = 0
@@ -148,7 +155,7 @@ soak() {
         gtxt = sprintf("; GPU memory after warm-up %d MiB, at most %+d MiB above it (bound %d MiB)", g[base], gmax, gbound)
       }
       printf "%s %s: %d frames in %.1f s (%.0f/s); anonymous RSS after warm-up %d kB, at the end %d kB (%+d kB, bound %d kB), peak after warm-up %d kB; VmRSS at the end %d kB, VmHWM %d kB%s\n", \
-        (grew > bound || gbad ? "FAIL" : "ok"), name, frames, t1 - t0, frames / (t1 - t0), rss[base], rss[n], grew, bound, peak, vm[n], hwm[n], gtxt
+        (grew > bound || gbad ? "FAIL" : "ok"), name, frames, t1 - t0, frames / (t1 - t0), rss[base], end, grew, bound, peak, vm[n], hwm[n], gtxt
     }' "$samples")
   case $verdict in
     FAIL*' samples after'*) why+=("${verdict#FAIL }") ;;
