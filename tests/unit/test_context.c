@@ -1,7 +1,11 @@
-/* Context: backend choice, info, descriptor checks, logging. */
+/* Context: backend choice, info, descriptor checks, logging, one thread at
+ * a time. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdint.h>
+#include <time.h>
 #include "fv_test.h"
 
 static void cpu_context_reports_what_it_runs_on(void **state) {
@@ -169,6 +173,188 @@ static void destroy_with_live_objects_is_refused(void **state) {
     FV_ASSERT_OK(fv_context_destroy(NULL));
 }
 
+/* ---- one thread at a time ----------------------------------------------
+ * A rendezvous inside a call: thread A's log callback (run while A's
+ * fv_pool_create holds the context) lets thread B try the context, then
+ * waits for B's tries. */
+typedef struct rendezvous {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int held, tried, destroy_started, destroy_done;
+    fv_context *ctx;
+    fv_tensor *t0;
+    fv_status create_s, upload_s, ctx_destroy_s;
+    fv_tensor *made;
+    char create_msg[512];
+} rendezvous;
+
+static void wait_for(rendezvous *r, int *flag) {
+    pthread_mutex_lock(&r->mu);
+    while (!*flag)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void set_flag(rendezvous *r, int *flag) {
+    pthread_mutex_lock(&r->mu);
+    *flag = 1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void nap_ms(int ms) {
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void holding_log(fv_log_level level, const char *msg, void *user) {
+    rendezvous *r = user;
+    (void)level;
+    if (!strstr(msg, "pool 'held'")) return;
+    set_flag(r, &r->held);
+    wait_for(r, &r->tried);
+    /* B's destroy of t0 must wait for this call to end, not run beside it */
+    wait_for(r, &r->destroy_started);
+    nap_ms(50);
+    pthread_mutex_lock(&r->mu);
+    int done = r->destroy_done;
+    pthread_mutex_unlock(&r->mu);
+    if (done) r->destroy_done = -1; /* seen too early: reported by the test */
+}
+
+static void *other_thread(void *arg) {
+    rendezvous *r = arg;
+    wait_for(r, &r->held);
+    fv_tensor_desc td = {.dtype = FV_DTYPE_F32, .h = 2, .w = 2, .c = 1};
+    r->create_s = fv_tensor_create(r->ctx, &td, &r->made);
+    snprintf(r->create_msg, sizeof r->create_msg, "%s", fv_last_error());
+    r->upload_s = fv_tensor_upload(r->ctx, r->t0, (float[4]){1, 2, 3, 4}, sizeof(float[4]));
+    r->ctx_destroy_s = fv_context_destroy(r->ctx);
+    set_flag(r, &r->tried);
+    set_flag(r, &r->destroy_started);
+    fv_tensor_destroy(r->t0); /* waits for A */
+    pthread_mutex_lock(&r->mu);
+    if (r->destroy_done == 0) r->destroy_done = 1;
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* While one thread is inside a call, another thread's calls on the context
+ * are refused (FV_ERR_BAD_STATE naming the call, nothing done) and its
+ * destroys wait. */
+static void a_second_thread_is_refused_while_one_holds_the_context(void **state) {
+    rendezvous r = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    fv_context_desc d = {.backend = FV_BACKEND_CPU,
+                         .log = holding_log,
+                         .log_user = &r,
+                         .log_level = FV_LOG_DEBUG};
+    FV_ASSERT_OK(fv_context_create(&d, &r.ctx));
+    fv_tensor_desc td = {.dtype = FV_DTYPE_F32, .h = 2, .w = 2, .c = 1};
+    FV_ASSERT_OK(fv_tensor_create(r.ctx, &td, &r.t0));
+    pthread_t b;
+    assert_int_equal(pthread_create(&b, NULL, other_thread, &r), 0);
+    fv_pool *pool = NULL;
+    FV_ASSERT_OK(fv_pool_create(
+        r.ctx, &(fv_pool_desc){.kind = FV_POOL_HOST, .bytes = 4096, .name = "held"}, &pool));
+    pthread_join(b, NULL);
+    assert_int_equal(r.create_s, FV_ERR_BAD_STATE);
+    assert_null(r.made);
+    if (!strstr(r.create_msg, "fv_tensor_create: the context is in use by another thread"))
+        fail_msg("message: '%s'", r.create_msg);
+    assert_int_equal(r.upload_s, FV_ERR_BAD_STATE);
+    assert_int_equal(r.ctx_destroy_s, FV_ERR_BAD_STATE);
+    if (r.destroy_done != 1) fail_msg("fv_tensor_destroy ran beside another thread's call");
+    /* the refused calls changed nothing: only the pool is left */
+    FV_ASSERT_STATUS(fv_context_destroy(r.ctx), FV_ERR_BAD_STATE, "1 pool");
+    assert_null(strstr(fv_last_error(), "tensor"));
+    fv_pool_destroy(pool);
+    FV_ASSERT_OK(fv_context_destroy(r.ctx));
+}
+
+typedef struct hammer {
+    fv_context *ctx;
+    int id, rounds;
+    long ok, refused, wrong_status, wrong_data;
+    char why[256];
+} hammer;
+
+static fv_status retry(fv_status s, hammer *h) {
+    if (s == FV_ERR_BAD_STATE && strstr(fv_last_error(), "in use by another thread")) {
+        h->refused++;
+        return s;
+    }
+    if (s != FV_OK && !h->wrong_status++)
+        snprintf(h->why, sizeof h->why, "%s: %s", fv_status_name(s), fv_last_error());
+    return s;
+}
+
+/* Each round: a tensor made, filled with this thread's numbers, read back,
+ * destroyed; each call retried while the other thread holds the context. */
+static void *hammer_thread(void *arg) {
+    hammer *h = arg;
+    fv_tensor_desc td = {.dtype = FV_DTYPE_F32, .h = 4, .w = 4, .c = 3};
+    for (int i = 0; i < h->rounds; i++) {
+        float in[48], out[48];
+        for (int k = 0; k < 48; k++)
+            in[k] = (float)(h->id * 100000 + i * 48 + k);
+        fv_tensor *t = NULL;
+        while (retry(fv_tensor_create(h->ctx, &td, &t), h) == FV_ERR_BAD_STATE) {}
+        if (!t) continue;
+        while (retry(fv_tensor_upload(h->ctx, t, in, sizeof in), h) == FV_ERR_BAD_STATE) {}
+        memset(out, 0, sizeof out);
+        while (retry(fv_tensor_download(h->ctx, t, out, sizeof out), h) == FV_ERR_BAD_STATE) {}
+        if (memcmp(in, out, sizeof in) != 0) h->wrong_data++;
+        fv_tensor_destroy(t);
+        h->ok++;
+    }
+    return NULL;
+}
+
+/* Two threads on one context: every call either works or is refused, no
+ * data crosses between them, and the pools and object counts end intact. */
+static void two_threads_hammering_one_context_corrupt_nothing(void **state) {
+    fv_context *ctx = fv_test_cpu_context(0);
+    hammer h[2] = {{.ctx = ctx, .id = 1, .rounds = 20000}, {.ctx = ctx, .id = 2, .rounds = 20000}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, hammer_thread, &h[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        if (h[i].wrong_status) fail_msg("thread %d: %ld unexpected statuses, first %s", i,
+                                        h[i].wrong_status, h[i].why);
+        assert_int_equal(h[i].wrong_data, 0);
+        assert_int_equal(h[i].ok, h[i].rounds);
+    }
+    printf("two threads, one context: %ld rounds, %ld calls refused and retried\n",
+           h[0].ok + h[1].ok, h[0].refused + h[1].refused);
+    fv_pool_stats st;
+    FV_ASSERT_OK(fv_pool_stats_get(fv_context_pool(ctx, FV_POOL_DEVICE), &st));
+    assert_int_equal(st.in_use, 0);
+    assert_int_equal(st.carve_outs, 40000);
+    FV_ASSERT_OK(fv_context_destroy(ctx));
+}
+
+static void *use_elsewhere(void *arg) {
+    hammer *h = arg;
+    h->rounds = 3;
+    hammer_thread(h);
+    return NULL;
+}
+
+/* A context moves between threads freely between calls. */
+static void a_context_moves_between_threads_between_calls(void **state) {
+    fv_context *ctx = fv_test_cpu_context(0);
+    hammer h = {.ctx = ctx, .id = 3};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, use_elsewhere, &h), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(h.ok, 3);
+    assert_int_equal(h.refused, 0);
+    assert_int_equal(h.wrong_status + h.wrong_data, 0);
+    FV_ASSERT_OK(fv_context_destroy(ctx));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cpu_context_reports_what_it_runs_on),
@@ -177,6 +363,9 @@ int main(void) {
         cmocka_unit_test(log_callback_gets_messages_up_to_its_level),
         cmocka_unit_test(pools_have_the_sizes_asked_for),
         cmocka_unit_test(destroy_with_live_objects_is_refused),
+        cmocka_unit_test(a_second_thread_is_refused_while_one_holds_the_context),
+        cmocka_unit_test(two_threads_hammering_one_context_corrupt_nothing),
+        cmocka_unit_test(a_context_moves_between_threads_between_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,17 @@
  * the memory pools, the cuDNN handle and the log callback.
  *
  * One context per thread per device: a context and everything made from it
- * must be used from one thread at a time.
+ * (pools, tensors, ops, filters, pipelines, frame buffers, nets, timers) take
+ * one thread at a time. A context may move between threads between calls.
+ * What is guaranteed when two threads use one context at once: every call
+ * that takes the context or an object made from it holds the context for
+ * its duration; a call from another thread meanwhile changes nothing and
+ * returns FV_ERR_BAD_STATE ("fv_net_forward: the context is in use by
+ * another thread"), and the void destroys (fv_tensor_destroy, ...) wait for
+ * the other call to end instead. Calls that take no context (fp16, status,
+ * fv_image_bytes, fv_net_builder_*) hold nothing; a builder, like a context,
+ * takes one thread at a time, which nothing checks. The hold costs one
+ * atomic compare-and-swap per call.
  */
 #ifndef FOVEA_CONTEXT_H
 #define FOVEA_CONTEXT_H

@@ -1,7 +1,9 @@
 /* Context: backend choice, pools, log callback, info. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep, sched_yield */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 #include "internal.h"
 #include "profile.h"
@@ -127,6 +129,7 @@ static void load_profile(fv_context *ctx, const char *path) {
 }
 
 fv_status fv_context_profile_save(fv_context *ctx, const char *path) {
+    FV__HOLD(ctx);
     FV_REQUIRE(ctx && path, FV_ERR_BAD_PARAM, "fv_context_profile_save: %s is NULL",
                ctx ? "path" : "ctx");
     profile_header(ctx, ctx->profile);
@@ -134,6 +137,7 @@ fv_status fv_context_profile_save(fv_context *ctx, const char *path) {
 }
 
 void fv_context_profile_status(const fv_context *ctx, const char **why_ignored, int *entries) {
+    FV__HOLD_WAIT((fv_context *)ctx);
     if (why_ignored) *why_ignored = ctx ? ctx->profile_why : "";
     if (entries) *entries = ctx && ctx->profile ? ctx->profile->n : 0;
 }
@@ -278,8 +282,63 @@ static const char *const obj_names[FV__OBJ_COUNT][2] = {
     [FV__OBJ_TIMER] = {"timer", "timers"},
 };
 
+/* A token per thread: the address of a thread-local byte, unique among
+ * the threads alive. */
+static uintptr_t thread_token(void) {
+    static _Thread_local char me;
+    return (uintptr_t)&me;
+}
+
+static int hold_try(fv_context *ctx, uintptr_t me) {
+    uintptr_t free_ = 0;
+    if (__atomic_load_n(&ctx->holder, __ATOMIC_ACQUIRE) == me) return ++ctx->hold_depth, 1;
+    if (!__atomic_compare_exchange_n(&ctx->holder, &free_, me, 0, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED))
+        return 0;
+    ctx->hold_depth = 1;
+    return 1;
+}
+
+fv__hold fv__hold_take(fv_context *ctx, const char *call) {
+    if (!ctx || hold_try(ctx, thread_token())) return (fv__hold){ctx, FV_OK};
+    return (fv__hold){NULL, fv__error(FV_ERR_BAD_STATE,
+                                      "%s: the context is in use by another thread: a context and "
+                                      "the objects made from it take one thread at a time (one "
+                                      "context per thread, or hand it over between calls); "
+                                      "nothing was done",
+                                      call)};
+}
+
+fv__hold fv__hold_wait(fv_context *ctx) {
+    if (!ctx) return (fv__hold){NULL, FV_OK};
+    uintptr_t me = thread_token();
+    for (int spin = 0; !hold_try(ctx, me); spin++) {
+        if (spin < 64) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, 50000}; /* 50 us: the other call may take long */
+            nanosleep(&ts, NULL);
+        }
+    }
+    return (fv__hold){ctx, FV_OK};
+}
+
+void fv__hold_end(fv__hold *h) {
+    if (h->ctx && --h->ctx->hold_depth == 0) __atomic_store_n(&h->ctx->holder, 0, __ATOMIC_RELEASE);
+}
+
 fv_status fv_context_destroy(fv_context *ctx) {
     if (!ctx) return FV_OK;
+    /* Held by hand, not FV__HOLD: on success the context is gone before the
+     * function returns. */
+    fv__hold h = fv__hold_take(ctx, "fv_context_destroy");
+    if (h.s != FV_OK) return h.s;
+    if (ctx->hold_depth > 1) {
+        fv__hold_end(&h);
+        return fv__error(FV_ERR_BAD_STATE, "fv_context_destroy: called from inside another call "
+                                           "on the context (its log callback?); the context is "
+                                           "left as it was");
+    }
     /* As uv_loop_close: refuse while objects made from the context live
      * (they point into its pools and backend state), and touch nothing. */
     char alive[512] = "";
@@ -290,11 +349,13 @@ fv_status fv_context_destroy(fv_context *ctx) {
                          obj_names[k][ctx->live[k] != 1]);
         if (n > 0) len += (size_t)n;
     }
-    if (len)
+    if (len) {
+        fv__hold_end(&h);
         return fv__error(FV_ERR_BAD_STATE,
                          "fv_context_destroy: still alive: %s; destroy them first: the context "
                          "is left as it was",
                          alive);
+    }
     ctx->be->synchronize(ctx);
     if (ctx->profile) {
         fv__profile_free(ctx->profile);
@@ -319,6 +380,7 @@ fv_backend fv_context_backend(const fv_context *ctx) {
 }
 
 fv_status fv_context_synchronize(fv_context *ctx) {
+    FV__HOLD(ctx);
     FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "fv_context_synchronize: ctx is NULL");
     return ctx->be->synchronize(ctx);
 }

@@ -356,6 +356,7 @@ done:
 }
 
 fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filter **out) {
+    FV__HOLD(ctx);
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_filter_create: out is NULL");
     *out = NULL;
     FV_REQUIRE(ctx && desc, FV_ERR_BAD_PARAM, "fv_filter_create: %s is NULL", ctx ? "desc" : "ctx");
@@ -414,6 +415,7 @@ fv_status fv_filter_create(fv_context *ctx, const fv_filter_desc *desc, fv_filte
 }
 
 void fv_filter_destroy(fv_filter *f) {
+    FV__HOLD_WAIT(f ? f->ctx : NULL);
     if (!f) return;
     fv__obj_gone(f->ctx, FV__OBJ_FILTER);
     fv__obj_internal(1);
@@ -431,6 +433,7 @@ const fv_conv2d *fv_filter_conv(const fv_filter *f) {
 }
 
 fv_status fv_filter_info_get(const fv_filter *f, fv_filter_info *out) {
+    FV__HOLD(f ? f->ctx : NULL);
     FV_REQUIRE(f && out, FV_ERR_BAD_PARAM, "fv_filter_info_get: %s is NULL", f ? "out" : "filter");
     memset(out, 0, sizeof *out);
     out->engine = f->engine;
@@ -486,6 +489,7 @@ static fv_status image_normalize(const char *op, const char *what, const fv_imag
 }
 
 fv_status fv_filter_apply(fv_filter *f, const fv_image *in, fv_image *out) {
+    FV__HOLD(f ? f->ctx : NULL);
     const char *op = "filter_apply";
     FV_REQUIRE(f, FV_ERR_BAD_PARAM, "%s: filter is NULL", op);
     FV_REQUIRE(in && out, FV_ERR_BAD_PARAM, "%s: %s image is NULL", op, in ? "output" : "input");

@@ -41,6 +41,7 @@ static fv_status check_args(fv_context *ctx, fv_pixel_format f, int w, int h) {
 
 fv_status fv_frame_buffer_create(fv_context *ctx, fv_pixel_format f, int w, int h,
                                  fv_frame_buffer **out) {
+    FV__HOLD(ctx);
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_frame_buffer_create: out is NULL");
     *out = NULL;
     FV_TRY(check_args(ctx, f, w, h));
@@ -85,6 +86,7 @@ fv_status fv_frame_buffer_create(fv_context *ctx, fv_pixel_format f, int w, int 
 }
 
 void fv_frame_buffer_destroy(fv_frame_buffer *fb) {
+    FV__HOLD_WAIT(fb ? fb->ctx : NULL);
     if (!fb) return;
     fv__obj_gone(fb->ctx, FV__OBJ_FRAME_BUFFER);
     fv__obj_internal(1);
@@ -102,12 +104,14 @@ static fv_status check_use(const char *op, fv_context *ctx, const fv_frame_buffe
 }
 
 fv_status fv_frame_buffer_upload(fv_context *ctx, fv_frame_buffer *fb) {
+    FV__HOLD(ctx);
     FV_TRY(check_use("fv_frame_buffer_upload", ctx, fb));
     if (!fb->device) return FV_OK; /* zero-copy: the GPU reads the host data in place */
     return fv_tensor_copy(ctx, fb->device, fb->host);
 }
 
 fv_status fv_frame_buffer_download(fv_context *ctx, fv_frame_buffer *fb) {
+    FV__HOLD(ctx);
     FV_TRY(check_use("fv_frame_buffer_download", ctx, fb));
     if (!fb->device) return FV_OK;
     return fv_tensor_copy(ctx, fb->host, fb->device);
@@ -124,6 +128,7 @@ fv_image fv_frame_buffer_image(const fv_frame_buffer *fb) {
 }
 
 fv_status fv_frame_buffer_info_get(const fv_frame_buffer *fb, fv_frame_buffer_info *out) {
+    FV__HOLD(fb ? fb->ctx : NULL);
     FV_REQUIRE(fb && out, FV_ERR_BAD_PARAM, "fv_frame_buffer_info_get: %s is NULL",
                fb ? "out" : "fb");
     *out = fb->info;

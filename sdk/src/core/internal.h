@@ -41,6 +41,30 @@ void fv__log(const fv_context *ctx, fv_log_level level, const char *fmt, ...) FV
         if (!(cond)) return fv__error((status), __VA_ARGS__);                                      \
     } while (0)
 
+/* ---- one thread at a time ------------------------------------------------
+ * A context and the objects made from it take one thread at a time
+ * (context.h). Every public call that uses them holds the context for its
+ * duration: taken with a compare-and-swap, re-entrant for the thread that
+ * holds it (calls inside calls), handed over freely between calls. A call
+ * that finds the context held by another thread changes nothing and
+ * returns FV_ERR_BAD_STATE naming itself; a destroy (void) waits instead.
+ * GCC and Clang's cleanup attribute releases the hold on every return. */
+typedef struct fv__hold {
+    fv_context *ctx; /* NULL: nothing held (no context, or refused) */
+    fv_status s;
+} fv__hold;
+fv__hold fv__hold_take(fv_context *ctx, const char *call);
+fv__hold fv__hold_wait(fv_context *ctx);
+void fv__hold_end(fv__hold *h);
+/* Holds ctx (may be NULL: nothing to hold) until the enclosing function
+ * returns; returns the refusal from it when another thread holds ctx. */
+#define FV__HOLD(ctx)                                                                              \
+    fv__hold fv__hold_ __attribute__((cleanup(fv__hold_end))) = fv__hold_take((ctx), __func__);   \
+    if (fv__hold_.s != FV_OK) return fv__hold_.s
+/* As FV__HOLD, waiting for the other thread instead (void calls: destroys). */
+#define FV__HOLD_WAIT(ctx)                                                                         \
+    fv__hold fv__hold_ __attribute__((cleanup(fv__hold_end))) = fv__hold_wait(ctx)
+
 /* ---- files ---------------------------------------------------------------
  * Opens path for reading ("rb") only if it is a regular file; the open never
  * blocks (a FIFO without a writer, a device). Returns 0 with *out set; an
@@ -111,6 +135,8 @@ struct fv_context {
     struct fv__profile *profile; /* engine choices: loaded, heuristic, autotuned */
     char profile_why[256];       /* why the given profile was ignored, or "" */
     long live[FV__OBJ_COUNT];    /* objects alive, by kind */
+    uintptr_t holder;            /* the holding thread's token (atomic), 0: free */
+    int hold_depth;              /* calls inside calls of the holding thread */
 };
 
 struct fv_tensor {

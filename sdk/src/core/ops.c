@@ -131,6 +131,7 @@ static fv_status conv_check(const fv_conv2d_desc *d) {
 }
 
 fv_status fv_conv2d_create(fv_context *ctx, const fv_conv2d_desc *desc, fv_conv2d **out) {
+    FV__HOLD(ctx);
     return fv__conv2d_create_into(ctx, desc, 0, out);
 }
 
@@ -193,6 +194,7 @@ fv_status fv__conv2d_create_into(fv_context *ctx, const fv_conv2d_desc *desc, in
 }
 
 void fv_conv2d_destroy(fv_conv2d *op) {
+    FV__HOLD_WAIT(op ? op->ctx : NULL);
     if (!op) return;
     fv__obj_gone(op->ctx, FV__OBJ_CONV2D);
     op->ctx->be->conv2d_destroy(op);
@@ -208,6 +210,7 @@ void fv_conv2d_output_shape(const fv_conv2d *op, int *n, int *h, int *w, int *c)
 }
 
 fv_status fv_conv2d_info_get(const fv_conv2d *op, fv_conv2d_info *out) {
+    FV__HOLD(op ? op->ctx : NULL);
     FV_REQUIRE(op && out, FV_ERR_BAD_PARAM, "fv_conv2d_info_get: %s is NULL", op ? "out" : "op");
     memset(out, 0, sizeof *out);
     snprintf(out->path, sizeof out->path, "%s", op->ctx->be->name);
@@ -247,22 +250,26 @@ static fv_status conv_check_tensors(fv_conv2d *op, const fv_tensor *in, const fv
 }
 
 fv_status fv_conv2d_bind(fv_conv2d *op, const fv_tensor *in, fv_tensor *out) {
+    FV__HOLD(op ? op->ctx : NULL);
     return fv_conv2d_bind_residual(op, in, NULL, out);
 }
 
 fv_status fv_conv2d_bind_residual(fv_conv2d *op, const fv_tensor *in, const fv_tensor *residual,
                                   fv_tensor *out) {
+    FV__HOLD(op ? op->ctx : NULL);
     FV_REQUIRE(op, FV_ERR_BAD_PARAM, "fv_conv2d_bind: op is NULL");
     FV_TRY(conv_check_tensors(op, in, residual, out));
     return op->ctx->be->conv2d_bind ? op->ctx->be->conv2d_bind(op, in, residual, out) : FV_OK;
 }
 
 fv_status fv_conv2d_forward(fv_conv2d *op, const fv_tensor *in, fv_tensor *out) {
+    FV__HOLD(op ? op->ctx : NULL);
     return fv_conv2d_forward_residual(op, in, NULL, out);
 }
 
 fv_status fv_conv2d_forward_residual(fv_conv2d *op, const fv_tensor *in, const fv_tensor *residual,
                                      fv_tensor *out) {
+    FV__HOLD(op ? op->ctx : NULL);
     FV_REQUIRE(op, FV_ERR_BAD_PARAM, "fv_conv2d_forward: op is NULL");
     FV_TRY(conv_check_tensors(op, in, residual, out));
     return op->ctx->be->conv2d_forward(op, in, residual, out);
@@ -271,6 +278,7 @@ fv_status fv_conv2d_forward_residual(fv_conv2d *op, const fv_tensor *in, const f
 /* ---- pooling ------------------------------------------------------------ */
 fv_status fv_pooling2d(fv_context *ctx, const fv_pooling_desc *desc, const fv_tensor *in,
                        fv_tensor *out) {
+    FV__HOLD(ctx);
     const char *op = "pooling2d";
     FV_REQUIRE(ctx && desc, FV_ERR_BAD_PARAM, "%s: %s is NULL", op, ctx ? "desc" : "ctx");
     fv_pooling_desc d = *desc;
@@ -303,6 +311,7 @@ fv_status fv_pooling2d(fv_context *ctx, const fv_pooling_desc *desc, const fv_te
 /* ---- add ---------------------------------------------------------------- */
 fv_status fv_add(fv_context *ctx, const fv_tensor *a, const fv_tensor *b, fv_tensor *out,
                  fv_activation act, float act_alpha) {
+    FV__HOLD(ctx);
     const char *op = "add";
     FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "%s: ctx is NULL", op);
     FV_REQUIRE(a, FV_ERR_BAD_PARAM, "%s: tensor a is NULL", op);
@@ -403,6 +412,7 @@ static bool is_colour(fv_pixel_format f) {
 
 fv_status fv_image_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst,
                         const fv_pack_desc *desc) {
+    FV__HOLD(ctx);
     const char *op = "image_pack";
     FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "%s: ctx is NULL", op);
     fv_image img;
@@ -429,6 +439,7 @@ fv_status fv_image_pack(fv_context *ctx, const fv_image *src, fv_tensor *dst,
 
 fv_status fv_image_unpack(fv_context *ctx, const fv_tensor *src, fv_image *dst,
                           const fv_unpack_desc *desc) {
+    FV__HOLD(ctx);
     const char *op = "image_unpack";
     FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "%s: ctx is NULL", op);
     fv_image img;

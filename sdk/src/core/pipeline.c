@@ -202,6 +202,7 @@ static fv_status set_stage(fv_pipeline *p, const fv_pipeline_desc *desc) {
 }
 
 fv_status fv_pipeline_create(fv_context *ctx, const fv_pipeline_desc *desc, fv_pipeline **out) {
+    FV__HOLD(ctx);
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_pipeline_create: out is NULL");
     *out = NULL;
     FV_REQUIRE(ctx && desc, FV_ERR_BAD_PARAM, "fv_pipeline_create: %s is NULL",
@@ -271,6 +272,7 @@ fv_status fv_pipeline_create(fv_context *ctx, const fv_pipeline_desc *desc, fv_p
 }
 
 void fv_pipeline_destroy(fv_pipeline *p) {
+    FV__HOLD_WAIT(p ? p->ctx : NULL);
     if (!p) return;
     fv_context *ctx = p->ctx;
     fv__obj_gone(ctx, FV__OBJ_PIPELINE);
@@ -297,6 +299,7 @@ void fv_pipeline_destroy(fv_pipeline *p) {
 }
 
 fv_status fv_pipeline_input(fv_pipeline *p, fv_image *out) {
+    FV__HOLD(p ? p->ctx : NULL);
     FV_REQUIRE(p && out, FV_ERR_BAD_PARAM, "pipeline_input: %s is NULL", p ? "out" : "p");
     slot *s = &p->slots[p->next_submit];
     if (s->state != SLOT_FREE && s->state != SLOT_FILLING)
@@ -424,6 +427,7 @@ static fv_status submit_async(fv_pipeline *p, int i, const fv_image *const *in) 
 
 fv_status fv_pipeline_submit_ports(fv_pipeline *p, const fv_image *const *in, int count,
                                    int64_t user_time_ns) {
+    FV__HOLD(p ? p->ctx : NULL);
     FV_REQUIRE(p && in, FV_ERR_BAD_PARAM, "pipeline_submit: %s is NULL", p ? "in" : "p");
     FV_REQUIRE(count == p->stage.inputs, FV_ERR_BAD_PARAM,
                "pipeline_submit: %d frames, but the pipeline takes %d", count, p->stage.inputs);
@@ -465,6 +469,7 @@ fv_status fv_pipeline_submit_ports(fv_pipeline *p, const fv_image *const *in, in
 }
 
 fv_status fv_pipeline_submit(fv_pipeline *p, const fv_image *in, int64_t user_time_ns) {
+    FV__HOLD(p ? p->ctx : NULL);
     FV_REQUIRE(p && in, FV_ERR_BAD_PARAM, "pipeline_submit: %s is NULL", p ? "in" : "p");
     FV_REQUIRE(p->stage.inputs == 1, FV_ERR_BAD_PARAM,
                "pipeline_submit: the stage takes %d frames: use fv_pipeline_submit_ports",
@@ -474,6 +479,7 @@ fv_status fv_pipeline_submit(fv_pipeline *p, const fv_image *in, int64_t user_ti
 }
 
 fv_status fv_pipeline_mark(fv_pipeline *p, int k) {
+    FV__HOLD(p ? p->ctx : NULL);
     FV_REQUIRE(p, FV_ERR_BAD_PARAM, "fv_pipeline_mark: p is NULL");
     FV_REQUIRE(p->running >= 0, FV_ERR_BAD_STATE,
                "fv_pipeline_mark: called outside the stage's run");
@@ -494,6 +500,7 @@ static fv_status collected(const fv_pipeline *p, const char *fn, slot **out) {
 }
 
 fv_status fv_pipeline_mark_ms(const fv_pipeline *p, int k, float *ms) {
+    FV__HOLD(p ? p->ctx : NULL);
     slot *s = NULL;
     FV_REQUIRE(ms, FV_ERR_BAD_PARAM, "fv_pipeline_mark_ms: ms is NULL");
     FV_TRY(collected(p, "fv_pipeline_mark_ms", &s));
@@ -508,6 +515,7 @@ fv_status fv_pipeline_mark_ms(const fv_pipeline *p, int k, float *ms) {
 }
 
 fv_status fv_pipeline_output(const fv_pipeline *p, int k, fv_image *out) {
+    FV__HOLD(p ? p->ctx : NULL);
     slot *s = NULL;
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_pipeline_output: out is NULL");
     FV_TRY(collected(p, "fv_pipeline_output", &s));
@@ -518,6 +526,7 @@ fv_status fv_pipeline_output(const fv_pipeline *p, int k, fv_image *out) {
 }
 
 void fv_pipeline_release(fv_pipeline *p) {
+    FV__HOLD_WAIT(p ? p->ctx : NULL);
     if (!p || p->held < 0) return;
     p->slots[p->held].state = SLOT_FREE;
     p->held = -1;
@@ -542,6 +551,7 @@ static void timings(fv_pipeline *p, slot *s, fv_pipeline_frame *f) {
 }
 
 fv_status fv_pipeline_collect(fv_pipeline *p, int wait, fv_pipeline_frame *out) {
+    FV__HOLD(p ? p->ctx : NULL);
     FV_REQUIRE(p && out, FV_ERR_BAD_PARAM, "pipeline_collect: %s is NULL", p ? "out" : "p");
     FV_REQUIRE(wait == 0 || wait == 1, FV_ERR_BAD_PARAM, "pipeline_collect: wait=%d (0 or 1)",
                wait);
@@ -571,6 +581,7 @@ fv_status fv_pipeline_collect(fv_pipeline *p, int wait, fv_pipeline_frame *out) 
 }
 
 fv_status fv_pipeline_info_get(const fv_pipeline *p, fv_pipeline_info *out) {
+    FV__HOLD(p ? p->ctx : NULL);
     FV_REQUIRE(p && out, FV_ERR_BAD_PARAM, "pipeline_info_get: %s is NULL", p ? "out" : "p");
     *out = p->info;
     return FV_OK;

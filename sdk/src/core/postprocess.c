@@ -19,6 +19,7 @@ struct fv_classify {
 };
 
 fv_status fv_classify_create(fv_context *ctx, const fv_classify_desc *desc, fv_classify **out) {
+    FV__HOLD(ctx);
     const char *op = "fv_classify_create";
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "%s: out is NULL", op);
     *out = NULL;
@@ -55,6 +56,7 @@ fv_status fv_classify_create(fv_context *ctx, const fv_classify_desc *desc, fv_c
 }
 
 void fv_classify_destroy(fv_classify *op) {
+    FV__HOLD_WAIT(op ? op->ctx : NULL);
     if (!op) return;
     fv_context *ctx = op->ctx;
     fv__obj_gone(ctx, FV__OBJ_CLASSIFY);
@@ -65,6 +67,7 @@ void fv_classify_destroy(fv_classify *op) {
 }
 
 fv_status fv_classify_run(fv_classify *op, const fv_tensor *logits) {
+    FV__HOLD(op ? op->ctx : NULL);
     const char *fn = "fv_classify_run";
     FV_REQUIRE(op, FV_ERR_BAD_PARAM, "%s: op is NULL", fn);
     fv_context *ctx = op->ctx;
@@ -82,6 +85,7 @@ fv_status fv_classify_run(fv_classify *op, const fv_tensor *logits) {
 }
 
 fv_status fv_classify_result(const fv_classify *op, int b, fv_class_score *out, int count) {
+    FV__HOLD(op ? op->ctx : NULL);
     const char *fn = "fv_classify_result";
     FV_REQUIRE(op && out, FV_ERR_BAD_PARAM, "%s: %s is NULL", fn, op ? "out" : "op");
     FV_REQUIRE(b >= 0 && b < op->d.batch, FV_ERR_BAD_PARAM, "%s: item %d is outside 0 .. %d", fn, b,
@@ -114,6 +118,7 @@ void fv_segment_palette_color(int k, uint8_t rgba[4]) {
 }
 
 fv_status fv_segment_create(fv_context *ctx, const fv_segment_desc *desc, fv_segment **out) {
+    FV__HOLD(ctx);
     const char *op = "fv_segment_create";
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "%s: out is NULL", op);
     *out = NULL;
@@ -171,6 +176,7 @@ fv_status fv_segment_create(fv_context *ctx, const fv_segment_desc *desc, fv_seg
 }
 
 void fv_segment_destroy(fv_segment *op) {
+    FV__HOLD_WAIT(op ? op->ctx : NULL);
     if (!op) return;
     fv__obj_gone(op->ctx, FV__OBJ_SEGMENT);
     (void)fv_context_synchronize(op->ctx);
@@ -186,6 +192,7 @@ static bool out_format_ok(fv_pixel_format f) {
 
 fv_status fv_segment_run(fv_segment *op, const fv_tensor *logits, int index,
                          const fv_region *region, const fv_image *frame, fv_image *out) {
+    FV__HOLD(op ? op->ctx : NULL);
     const char *fn = "fv_segment_run";
     FV_REQUIRE(op, FV_ERR_BAD_PARAM, "%s: op is NULL", fn);
     fv_context *ctx = op->ctx;

@@ -91,6 +91,7 @@ static fv_status fill_params(const char *op, const fv_image *img, const fv_tenso
 
 fv_status fv_preprocess(fv_context *ctx, const fv_image *src, fv_tensor *dst, int index,
                         const fv_preprocess_desc *desc) {
+    FV__HOLD(ctx);
     const char *op = "fv_preprocess";
     FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "%s: ctx is NULL", op);
     fv_image img;

@@ -18,6 +18,7 @@ bool fv__tensor_usable(const fv_context *ctx, const fv_tensor *t) {
 }
 
 fv_status fv_tensor_create(fv_context *ctx, const fv_tensor_desc *d, fv_tensor **out) {
+    FV__HOLD(ctx);
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_tensor_create: out is NULL");
     *out = NULL;
     FV_REQUIRE(ctx && d, FV_ERR_BAD_PARAM, "fv_tensor_create: %s is NULL", ctx ? "desc" : "ctx");
@@ -83,6 +84,7 @@ fv_status fv_tensor_create(fv_context *ctx, const fv_tensor_desc *d, fv_tensor *
 }
 
 void fv_tensor_destroy(fv_tensor *t) {
+    FV__HOLD_WAIT(t ? t->ctx : NULL);
     if (!t) return;
     fv__obj_gone(t->ctx, FV__OBJ_TENSOR);
     fv_pool_free(t->pool, t->data);
@@ -90,6 +92,7 @@ void fv_tensor_destroy(fv_tensor *t) {
 }
 
 fv_status fv_tensor_shape_get(const fv_tensor *t, fv_tensor_shape *out) {
+    FV__HOLD(t ? t->ctx : NULL);
     FV_REQUIRE(t && out, FV_ERR_BAD_PARAM, "fv_tensor_shape_get: %s is NULL", t ? "out" : "tensor");
     *out = t->shape;
     return FV_OK;
@@ -122,6 +125,7 @@ static size_t pixels(const fv_tensor_shape *s) {
 }
 
 fv_status fv_tensor_upload(fv_context *ctx, fv_tensor *t, const void *src, size_t bytes) {
+    FV__HOLD(ctx);
     FV_TRY(check_host_copy("fv_tensor_upload", ctx, t, src, bytes));
     const fv_tensor_shape *s = &t->shape;
     size_t row = (size_t)s->c * s->elem_bytes;
@@ -131,6 +135,7 @@ fv_status fv_tensor_upload(fv_context *ctx, fv_tensor *t, const void *src, size_
 }
 
 fv_status fv_tensor_download(fv_context *ctx, const fv_tensor *t, void *dst, size_t bytes) {
+    FV__HOLD(ctx);
     FV_TRY(check_host_copy("fv_tensor_download", ctx, t, dst, bytes));
     const fv_tensor_shape *s = &t->shape;
     size_t row = (size_t)s->c * s->elem_bytes;
@@ -148,6 +153,7 @@ static fv_status same_shape(const char *what, const fv_tensor *a, const fv_tenso
 }
 
 fv_status fv_tensor_copy(fv_context *ctx, fv_tensor *dst, const fv_tensor *src) {
+    FV__HOLD(ctx);
     FV_REQUIRE(ctx && dst && src, FV_ERR_BAD_PARAM, "fv_tensor_copy: %s is NULL",
                !ctx   ? "ctx"
                : !dst ? "dst"
@@ -165,6 +171,7 @@ fv_status fv_tensor_copy(fv_context *ctx, fv_tensor *dst, const fv_tensor *src) 
 }
 
 fv_status fv_tensor_convert(fv_context *ctx, fv_tensor *dst, const fv_tensor *src) {
+    FV__HOLD(ctx);
     FV_REQUIRE(ctx && dst && src, FV_ERR_BAD_PARAM, "fv_tensor_convert: %s is NULL",
                !ctx   ? "ctx"
                : !dst ? "dst"

@@ -21,6 +21,7 @@ static double now_ms(void) {
 }
 
 fv_status fv_timer_create(fv_context *ctx, int marks, fv_timer **out) {
+    FV__HOLD(ctx);
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_timer_create: out is NULL");
     *out = NULL;
     FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "fv_timer_create: ctx is NULL");
@@ -45,6 +46,7 @@ fv_status fv_timer_create(fv_context *ctx, int marks, fv_timer **out) {
 }
 
 void fv_timer_destroy(fv_timer *t) {
+    FV__HOLD_WAIT(t ? t->ctx : NULL);
     if (!t) return;
     fv__obj_gone(t->ctx, FV__OBJ_TIMER);
     for (int i = 0; i < t->n; i++)
@@ -53,6 +55,7 @@ void fv_timer_destroy(fv_timer *t) {
 }
 
 fv_status fv_timer_mark(fv_timer *t, int i) {
+    FV__HOLD(t ? t->ctx : NULL);
     FV_REQUIRE(t, FV_ERR_BAD_PARAM, "fv_timer_mark: t is NULL");
     FV_REQUIRE(i >= 0 && i < t->n, FV_ERR_BAD_PARAM, "fv_timer_mark: mark %d is outside 0 .. %d", i,
                t->n - 1);
@@ -65,6 +68,7 @@ fv_status fv_timer_mark(fv_timer *t, int i) {
 }
 
 fv_status fv_timer_elapsed(fv_timer *t, int i, int j, float *ms) {
+    FV__HOLD(t ? t->ctx : NULL);
     FV_REQUIRE(t && ms, FV_ERR_BAD_PARAM, "fv_timer_elapsed: %s is NULL", t ? "ms" : "t");
     FV_REQUIRE(i >= 0 && i < t->n && j >= 0 && j < t->n, FV_ERR_BAD_PARAM,
                "fv_timer_elapsed: marks %d, %d: each must be 0 .. %d", i, j, t->n - 1);

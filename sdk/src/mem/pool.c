@@ -66,6 +66,7 @@ void fv__pool_destroy(fv_pool *p) {
 }
 
 fv_status fv_pool_create(fv_context *ctx, const fv_pool_desc *desc, fv_pool **out) {
+    FV__HOLD(ctx);
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_pool_create: out is NULL");
     *out = NULL;
     FV_REQUIRE(ctx && desc, FV_ERR_BAD_PARAM, "fv_pool_create: %s is NULL", ctx ? "desc" : "ctx");
@@ -81,12 +82,14 @@ fv_status fv_pool_create(fv_context *ctx, const fv_pool_desc *desc, fv_pool **ou
 }
 
 void fv_pool_destroy(fv_pool *p) {
+    FV__HOLD_WAIT(p ? p->ctx : NULL);
     if (!p || p->owned_by_ctx) return;
     fv__obj_gone(p->ctx, FV__OBJ_POOL);
     fv__pool_destroy(p);
 }
 
 fv_status fv_pool_alloc(fv_pool *p, size_t bytes, void **out) {
+    FV__HOLD(p ? p->ctx : NULL);
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_pool_alloc: out is NULL");
     *out = NULL;
     FV_REQUIRE(p, FV_ERR_BAD_PARAM, "fv_pool_alloc: pool is NULL");
@@ -128,6 +131,7 @@ fv_status fv_pool_alloc(fv_pool *p, size_t bytes, void **out) {
 }
 
 fv_status fv_pool_free(fv_pool *p, void *ptr) {
+    FV__HOLD(p ? p->ctx : NULL);
     if (!ptr) return FV_OK;
     FV_REQUIRE(p, FV_ERR_BAD_PARAM, "fv_pool_free: pool is NULL");
     unsigned char *c = ptr;
@@ -167,6 +171,7 @@ void *fv_pool_device_pointer(const fv_pool *p, void *ptr) {
 }
 
 fv_status fv_pool_stats_get(const fv_pool *p, fv_pool_stats *out) {
+    FV__HOLD(p ? p->ctx : NULL);
     FV_REQUIRE(p && out, FV_ERR_BAD_PARAM, "fv_pool_stats_get: %s is NULL", p ? "out" : "pool");
     *out = p->stats;
     out->largest_free = largest_free(p);

@@ -596,6 +596,7 @@ static fv_status build_layer(fv_net *net, fv__nlayer *l) {
 
 /* ---- create / destroy -------------------------------------------------------------- */
 void fv_net_destroy(fv_net *net) {
+    FV__HOLD_WAIT(net ? net->ctx : NULL);
     if (!net) return;
     fv_context *ctx = net->ctx;
     fv__obj_gone(ctx, FV__OBJ_NET);
@@ -757,6 +758,7 @@ done:
 
 fv_status fv_net_create(fv_context *ctx, const fv_net_builder *b, const fv_net_desc *desc,
                         fv_net **out) {
+    FV__HOLD(ctx);
     FV_REQUIRE(out, FV_ERR_BAD_PARAM, "fv_net_create: out is NULL");
     *out = NULL;
     FV_REQUIRE(ctx && b, FV_ERR_BAD_PARAM, "fv_net_create: %s is NULL", ctx ? "builder" : "ctx");
@@ -836,6 +838,7 @@ static fv_status io_check(const fv_net *net, int i, int nio, const void *p, size
 }
 
 fv_status fv_net_input_upload(fv_net *net, int i, const float *nhwc, size_t count) {
+    FV__HOLD(net ? net->ctx : NULL);
     FV_TRY(io_check(net, i, net ? net->ninputs : 0, nhwc, count,
                     net ? (const fv_tensor *const *)net->in_t : NULL, "fv_net_input_upload"));
     if (!net->in_stage[i]) return fv_tensor_upload(net->ctx, net->in_t[i], nhwc, count * 4);
@@ -844,6 +847,7 @@ fv_status fv_net_input_upload(fv_net *net, int i, const float *nhwc, size_t coun
 }
 
 fv_status fv_net_output_download(fv_net *net, int i, float *nhwc, size_t count) {
+    FV__HOLD(net ? net->ctx : NULL);
     FV_TRY(io_check(net, i, net ? net->noutputs : 0, nhwc, count,
                     net ? (const fv_tensor *const *)net->out_t : NULL, "fv_net_output_download"));
     const fv_tensor *src = net->out_t[i];
@@ -856,12 +860,14 @@ fv_status fv_net_output_download(fv_net *net, int i, float *nhwc, size_t count) 
 }
 
 fv_status fv_net_info_get(const fv_net *net, fv_net_info *out) {
+    FV__HOLD(net ? net->ctx : NULL);
     FV_REQUIRE(net && out, FV_ERR_BAD_PARAM, "fv_net_info_get: %s is NULL", net ? "out" : "net");
     *out = net->info;
     return FV_OK;
 }
 
 fv_status fv_net_layer_info_get(const fv_net *net, int i, fv_net_layer_info *out) {
+    FV__HOLD(net ? net->ctx : NULL);
     FV_REQUIRE(net && out, FV_ERR_BAD_PARAM, "fv_net_layer_info_get: %s is NULL",
                net ? "out" : "net");
     FV_REQUIRE(i >= 0 && i < net->nlayers, FV_ERR_BAD_PARAM,
@@ -916,6 +922,7 @@ static size_t moved(const fv_net *net, int t) {
 }
 
 fv_status fv_net_layer_traffic(const fv_net *net, int i, size_t *read, size_t *written) {
+    FV__HOLD(net ? net->ctx : NULL);
     FV_REQUIRE(net, FV_ERR_BAD_PARAM, "fv_net_layer_traffic: net is NULL");
     FV_REQUIRE(i >= 0 && i < net->nlayers, FV_ERR_BAD_PARAM,
                "fv_net_layer_traffic: layer %d, the net has %d", i, net->nlayers);

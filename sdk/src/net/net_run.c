@@ -110,6 +110,7 @@ fv_status fv__net_run_all(fv_net *net) {
 }
 
 fv_status fv_net_forward(fv_net *net) {
+    FV__HOLD(net ? net->ctx : NULL);
     FV_REQUIRE(net, FV_ERR_BAD_PARAM, "fv_net_forward: net is NULL");
     const fv__backend *be = net->ctx->be;
     /* inside a caller's capture (a pipeline stage's graph) the layers are
@@ -154,6 +155,7 @@ static fv_status span_ms(timer *t, int a, int b, float *ms) {
 }
 
 fv_status fv_net_profile(fv_net *net, int runs, float *ms, int layers, float *total) {
+    FV__HOLD(net ? net->ctx : NULL);
     FV_REQUIRE(net && ms && total, FV_ERR_BAD_PARAM, "fv_net_profile: %s is NULL",
                !net  ? "net"
                : !ms ? "ms"
@@ -227,10 +229,14 @@ static fv_status read_floats(fv_net *net, const fv__ntensor *t, void *raw, float
 }
 
 fv_status fv_net_compare(fv_net *net, fv_net *ref, fv_net_layer_error *err, int layers) {
+    FV__HOLD(net ? net->ctx : NULL);
     FV_REQUIRE(net && ref && err, FV_ERR_BAD_PARAM, "fv_net_compare: %s is NULL",
                !net   ? "net"
                : !ref ? "ref"
                       : "err");
+    /* the reference may live on another context (the CPU one) */
+    fv__hold ref_hold __attribute__((cleanup(fv__hold_end))) = fv__hold_take(ref->ctx, __func__);
+    if (ref_hold.s != FV_OK) return ref_hold.s;
     FV_REQUIRE(layers == net->nlayers, FV_ERR_BAD_PARAM,
                "fv_net_compare: err has %d entries but the net has %d layers", layers,
                net->nlayers);

@@ -578,6 +578,7 @@ void fv__cuda_conv2d_info(const fv_conv2d *op, fv_conv2d_info *out) {
 
 /* ---- fovea_cuda.h -------------------------------------------------------------- */
 fv_status fv_context_cuda_stream(fv_context *ctx, cudaStream_t *out) {
+    FV__HOLD(ctx);
     FV_REQUIRE(ctx && out, FV_ERR_BAD_PARAM, "fv_context_cuda_stream: %s is NULL",
                ctx ? "out" : "ctx");
     FV_REQUIRE(ctx->backend == FV_BACKEND_CUDA, FV_ERR_NOT_SUPPORTED,
@@ -587,6 +588,7 @@ fv_status fv_context_cuda_stream(fv_context *ctx, cudaStream_t *out) {
 }
 
 fv_status fv_context_cuda_set_stream(fv_context *ctx, cudaStream_t s) {
+    FV__HOLD(ctx);
     FV_REQUIRE(ctx, FV_ERR_BAD_PARAM, "fv_context_cuda_set_stream: ctx is NULL");
     FV_REQUIRE(ctx->backend == FV_BACKEND_CUDA, FV_ERR_NOT_SUPPORTED,
                "fv_context_cuda_set_stream: the context runs on the CPU backend");
