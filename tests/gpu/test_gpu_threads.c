@@ -2,8 +2,9 @@
  * per device per thread; fovea's context owns it): every thread creates its
  * context, a convolution and a residual net, runs them many times and gets
  * the bytes a single-threaded run got; a thread that destroys its context
- * early leaves the others running; a device index that does not exist is
- * refused naming the count. */
+ * early leaves the others running; two threads misusing one context get
+ * each call done or refused (FV_ERR_BAD_STATE), never mixed results; a
+ * device index that does not exist is refused naming the count. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +154,117 @@ static void contexts_in_threads_match_one_thread(void **state) {
     free(g_x), free(g_w), free(g_w2), free(g_fc), free(g_b);
 }
 
+/* Two threads on one CUDA context (misuse): one convolution op and one net
+ * shared, an output tensor each. Every call is done or refused with
+ * FV_ERR_BAD_STATE and retried; each thread's results equal one thread's. */
+typedef struct shared_job {
+    fv_context *ctx;
+    fv_conv2d *op;
+    fv_net *net;
+    fv_tensor *tx, *ty;
+    const fv_half *ref_conv;
+    const float *ref_net;
+    long refused, wrong;
+    char err[256];
+} shared_job;
+
+static int done_or_refused(fv_status s, shared_job *j) {
+    if (s == FV_ERR_BAD_STATE && strstr(fv_last_error(), "in use by another thread"))
+        return j->refused++, 0;
+    if (s != FV_OK && !j->err[0])
+        snprintf(j->err, sizeof j->err, "%s: %s", fv_status_name(s), fv_last_error());
+    return 1;
+}
+
+static void *misuse(void *arg) {
+    shared_job *j = arg;
+    fv_half *y = malloc(sizeof(fv_half) * H * W * K);
+    float out[10];
+    for (int i = 0; i < 100 && !j->err[0]; i++) {
+        while (!done_or_refused(fv_conv2d_forward(j->op, j->tx, j->ty), j)) {}
+        while (!done_or_refused(fv_tensor_download(j->ctx, j->ty, y, sizeof(fv_half) * H * W * K),
+                                j)) {}
+        if (memcmp(y, j->ref_conv, sizeof(fv_half) * H * W * K) != 0) j->wrong++;
+        /* forward and download as one step: the other thread's forward may
+         * come between them, which is fine (same input, same output) */
+        while (!done_or_refused(fv_net_forward(j->net), j)) {}
+        while (!done_or_refused(fv_net_output_download(j->net, 0, out, 10), j)) {}
+        if (memcmp(out, j->ref_net, sizeof out) != 0) j->wrong++;
+    }
+    free(y);
+    return NULL;
+}
+
+static void two_threads_on_one_context_never_mix(void **state) {
+    (void)state;
+    fv_test_seed(99);
+    g_x = malloc(sizeof(float) * H * W * C);
+    g_w = malloc(sizeof(float) * K * C * 9);
+    g_w2 = malloc(sizeof(float) * K * K * 9);
+    g_fc = malloc(sizeof(float) * 10 * K);
+    g_b = malloc(sizeof(float) * K);
+    fv_test_fill_uniform(g_x, (size_t)H * W * C, -1, 1);
+    fv_test_fill_uniform(g_w, (size_t)K * C * 9, -0.2f, 0.2f);
+    fv_test_fill_uniform(g_w2, (size_t)K * K * 9, -0.2f, 0.2f);
+    fv_test_fill_uniform(g_fc, (size_t)10 * K, -0.5f, 0.5f);
+    fv_test_fill_uniform(g_b, K, -0.5f, 0.5f);
+    job ref = {.iters = 2};
+    work(&ref);
+    if (!ref.ok) fail_msg("single thread: %s", ref.err);
+
+    fv_context *ctx = NULL;
+    FV_ASSERT_OK(fv_context_create(&(fv_context_desc){.backend = FV_BACKEND_CUDA}, &ctx));
+    fv_conv2d *op = NULL;
+    FV_ASSERT_OK(fv_conv2d_create(ctx,
+                                  &(fv_conv2d_desc){.h = H,
+                                                    .w = W,
+                                                    .c = C,
+                                                    .k = K,
+                                                    .r = 3,
+                                                    .s = 3,
+                                                    .pad_h = 1,
+                                                    .pad_w = 1,
+                                                    .activation = FV_ACT_RELU,
+                                                    .weights = g_w,
+                                                    .bias = g_b},
+                                  &op));
+    fv_tensor *tx = NULL, *ty[2] = {NULL, NULL};
+    FV_ASSERT_OK(fv_tensor_create(ctx, &(fv_tensor_desc){.h = H, .w = W, .c = C}, &tx));
+    for (int t = 0; t < 2; t++)
+        FV_ASSERT_OK(fv_tensor_create(ctx, &(fv_tensor_desc){.h = H, .w = W, .c = K}, &ty[t]));
+    fv_half *hx = malloc(sizeof(fv_half) * H * W * C);
+    fv_f32_to_f16_n(g_x, hx, (size_t)H * W * C);
+    FV_ASSERT_OK(fv_tensor_upload(ctx, tx, hx, sizeof(fv_half) * H * W * C));
+    fv_net_builder *b = NULL;
+    FV_ASSERT_OK(make_net(&b));
+    fv_net *net = NULL;
+    FV_ASSERT_OK(fv_net_create(ctx, b, &(fv_net_desc){.flags = FV_NET_CUDA_GRAPH}, &net));
+    FV_ASSERT_OK(fv_net_input_upload(net, 0, g_x, (size_t)H * W * C));
+    shared_job j[2];
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++) {
+        j[t] = (shared_job){.ctx = ctx, .op = op, .net = net, .tx = tx, .ty = ty[t],
+                            .ref_conv = ref.conv, .ref_net = ref.net};
+        assert_int_equal(pthread_create(&th[t], NULL, misuse, &j[t]), 0);
+    }
+    for (int t = 0; t < 2; t++)
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+    for (int t = 0; t < 2; t++) {
+        if (j[t].err[0]) fail_msg("thread %d: %s", t, j[t].err);
+        if (j[t].wrong) fail_msg("thread %d: %ld results differ from one thread's", t, j[t].wrong);
+    }
+    printf("  two threads on one CUDA context, 100 rounds each: %ld calls refused and retried, "
+           "every result equal to one thread's\n",
+           j[0].refused + j[1].refused);
+    fv_net_destroy(net);
+    fv_net_builder_destroy(b);
+    fv_tensor_destroy(tx), fv_tensor_destroy(ty[0]), fv_tensor_destroy(ty[1]);
+    fv_conv2d_destroy(op);
+    FV_ASSERT_OK(fv_context_destroy(ctx));
+    free(hx), free(ref.conv);
+    free(g_x), free(g_w), free(g_w2), free(g_fc), free(g_b);
+}
+
 static void missing_device_is_refused(void **state) {
     (void)state;
     fv_context *ctx = NULL;
@@ -167,6 +279,7 @@ int main(void) {
     fv_context_destroy(probe);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(contexts_in_threads_match_one_thread),
+        cmocka_unit_test(two_threads_on_one_context_never_mix),
         cmocka_unit_test(missing_device_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
