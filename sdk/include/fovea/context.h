@@ -10,9 +10,13 @@
  * returns FV_ERR_BAD_STATE ("fv_net_forward: the context is in use by
  * another thread"), and the void destroys (fv_tensor_destroy, ...) wait for
  * the other call to end instead. Calls that take no context (fp16, status,
- * fv_image_bytes, fv_net_builder_*) hold nothing; a builder, like a context,
- * takes one thread at a time, which nothing checks. The hold costs one
- * atomic compare-and-swap per call.
+ * fv_image_bytes, fv_net_builder_*) hold nothing, nor do the getters of what
+ * is fixed at creation (fv_context_info_get, fv_context_backend,
+ * fv_pool_kind_of, fv_pool_name, fv_pool_device_pointer,
+ * fv_conv2d_output_shape, fv_frame_buffer_image, fv_net_input_count,
+ * fv_net_output_count): any thread may call those. A builder, like a
+ * context, takes one thread at a time, which nothing checks. The hold costs
+ * one atomic compare-and-swap per call.
  */
 #ifndef FOVEA_CONTEXT_H
 #define FOVEA_CONTEXT_H
