@@ -15,6 +15,40 @@ enum { H = 48, W = 40, C = 32, K = 32, THREADS = 3, ITERS = 200 };
 
 static float *g_x, *g_w, *g_b, *g_w2, *g_fc; /* shared read-only inputs */
 
+/* The shared read-only inputs, random (seeded). */
+static void make_inputs(unsigned seed) {
+    fv_test_seed(seed);
+    g_x = malloc(sizeof(float) * H * W * C);
+    g_w = malloc(sizeof(float) * K * C * 9);
+    g_w2 = malloc(sizeof(float) * K * K * 9);
+    g_fc = malloc(sizeof(float) * 10 * K);
+    g_b = malloc(sizeof(float) * K);
+    fv_test_fill_uniform(g_x, (size_t)H * W * C, -1, 1);
+    fv_test_fill_uniform(g_w, (size_t)K * C * 9, -0.2f, 0.2f);
+    fv_test_fill_uniform(g_w2, (size_t)K * K * 9, -0.2f, 0.2f);
+    fv_test_fill_uniform(g_fc, (size_t)10 * K, -0.5f, 0.5f);
+    fv_test_fill_uniform(g_b, K, -0.5f, 0.5f);
+}
+
+static void free_inputs(void) {
+    free(g_x), free(g_w), free(g_w2), free(g_fc), free(g_b);
+}
+
+/* The convolution both tests run: 3 x 3, bias, ReLU. */
+static fv_conv2d_desc conv_desc(void) {
+    return (fv_conv2d_desc){.h = H,
+                            .w = W,
+                            .c = C,
+                            .k = K,
+                            .r = 3,
+                            .s = 3,
+                            .pad_h = 1,
+                            .pad_w = 1,
+                            .activation = FV_ACT_RELU,
+                            .weights = g_w,
+                            .bias = g_b};
+}
+
 /* conv 3x3 + ReLU -> conv 3x3 + residual add + ReLU -> global pool -> fc.
  * Statuses, not asserts: it runs in the worker threads. */
 static fv_status make_net(fv_net_builder **out) {
@@ -69,17 +103,7 @@ static void *work(void *arg) {
     fv_half *hx = malloc(sizeof(fv_half) * H * W * C);
     j->conv = malloc(sizeof(fv_half) * H * W * K);
     fv_status s = fv_context_create(&cd, &ctx);
-    fv_conv2d_desc d = {.h = H,
-                        .w = W,
-                        .c = C,
-                        .k = K,
-                        .r = 3,
-                        .s = 3,
-                        .pad_h = 1,
-                        .pad_w = 1,
-                        .activation = FV_ACT_RELU,
-                        .weights = g_w,
-                        .bias = g_b};
+    fv_conv2d_desc d = conv_desc();
     if (s == FV_OK) s = fv_conv2d_create(ctx, &d, &op);
     fv_tensor_desc td = {.h = H, .w = W, .c = C};
     if (s == FV_OK) s = fv_tensor_create(ctx, &td, &tx);
@@ -115,17 +139,7 @@ static void *work(void *arg) {
 
 static void contexts_in_threads_match_one_thread(void **state) {
     (void)state;
-    fv_test_seed(1234);
-    g_x = malloc(sizeof(float) * H * W * C);
-    g_w = malloc(sizeof(float) * K * C * 9);
-    g_w2 = malloc(sizeof(float) * K * K * 9);
-    g_fc = malloc(sizeof(float) * 10 * K);
-    g_b = malloc(sizeof(float) * K);
-    fv_test_fill_uniform(g_x, (size_t)H * W * C, -1, 1);
-    fv_test_fill_uniform(g_w, (size_t)K * C * 9, -0.2f, 0.2f);
-    fv_test_fill_uniform(g_w2, (size_t)K * K * 9, -0.2f, 0.2f);
-    fv_test_fill_uniform(g_fc, (size_t)10 * K, -0.5f, 0.5f);
-    fv_test_fill_uniform(g_b, K, -0.5f, 0.5f);
+    make_inputs(1234);
     /* the reference: one thread alone */
     job ref = {.iters = 3};
     work(&ref);
@@ -151,7 +165,7 @@ static void contexts_in_threads_match_one_thread(void **state) {
     printf("  %d contexts in %d threads, %d iterations each: byte-identical to one thread\n",
            THREADS, THREADS, ITERS);
     free(ref.conv);
-    free(g_x), free(g_w), free(g_w2), free(g_fc), free(g_b);
+    free_inputs();
 }
 
 /* Two threads on one CUDA context (misuse): one convolution op and one net
@@ -181,14 +195,18 @@ static void *misuse(void *arg) {
     fv_half *y = malloc(sizeof(fv_half) * H * W * K);
     float out[10];
     for (int i = 0; i < 100 && !j->err[0]; i++) {
-        while (!done_or_refused(fv_conv2d_forward(j->op, j->tx, j->ty), j)) {}
+        while (!done_or_refused(fv_conv2d_forward(j->op, j->tx, j->ty), j)) {
+        }
         while (!done_or_refused(fv_tensor_download(j->ctx, j->ty, y, sizeof(fv_half) * H * W * K),
-                                j)) {}
+                                j)) {
+        }
         if (memcmp(y, j->ref_conv, sizeof(fv_half) * H * W * K) != 0) j->wrong++;
         /* forward and download as one step: the other thread's forward may
          * come between them, which is fine (same input, same output) */
-        while (!done_or_refused(fv_net_forward(j->net), j)) {}
-        while (!done_or_refused(fv_net_output_download(j->net, 0, out, 10), j)) {}
+        while (!done_or_refused(fv_net_forward(j->net), j)) {
+        }
+        while (!done_or_refused(fv_net_output_download(j->net, 0, out, 10), j)) {
+        }
         if (memcmp(out, j->ref_net, sizeof out) != 0) j->wrong++;
     }
     free(y);
@@ -197,17 +215,7 @@ static void *misuse(void *arg) {
 
 static void two_threads_on_one_context_never_mix(void **state) {
     (void)state;
-    fv_test_seed(99);
-    g_x = malloc(sizeof(float) * H * W * C);
-    g_w = malloc(sizeof(float) * K * C * 9);
-    g_w2 = malloc(sizeof(float) * K * K * 9);
-    g_fc = malloc(sizeof(float) * 10 * K);
-    g_b = malloc(sizeof(float) * K);
-    fv_test_fill_uniform(g_x, (size_t)H * W * C, -1, 1);
-    fv_test_fill_uniform(g_w, (size_t)K * C * 9, -0.2f, 0.2f);
-    fv_test_fill_uniform(g_w2, (size_t)K * K * 9, -0.2f, 0.2f);
-    fv_test_fill_uniform(g_fc, (size_t)10 * K, -0.5f, 0.5f);
-    fv_test_fill_uniform(g_b, K, -0.5f, 0.5f);
+    make_inputs(99);
     job ref = {.iters = 2};
     work(&ref);
     if (!ref.ok) fail_msg("single thread: %s", ref.err);
@@ -215,19 +223,8 @@ static void two_threads_on_one_context_never_mix(void **state) {
     fv_context *ctx = NULL;
     FV_ASSERT_OK(fv_context_create(&(fv_context_desc){.backend = FV_BACKEND_CUDA}, &ctx));
     fv_conv2d *op = NULL;
-    FV_ASSERT_OK(fv_conv2d_create(ctx,
-                                  &(fv_conv2d_desc){.h = H,
-                                                    .w = W,
-                                                    .c = C,
-                                                    .k = K,
-                                                    .r = 3,
-                                                    .s = 3,
-                                                    .pad_h = 1,
-                                                    .pad_w = 1,
-                                                    .activation = FV_ACT_RELU,
-                                                    .weights = g_w,
-                                                    .bias = g_b},
-                                  &op));
+    fv_conv2d_desc d = conv_desc();
+    FV_ASSERT_OK(fv_conv2d_create(ctx, &d, &op));
     fv_tensor *tx = NULL, *ty[2] = {NULL, NULL};
     FV_ASSERT_OK(fv_tensor_create(ctx, &(fv_tensor_desc){.h = H, .w = W, .c = C}, &tx));
     for (int t = 0; t < 2; t++)
@@ -243,8 +240,13 @@ static void two_threads_on_one_context_never_mix(void **state) {
     shared_job j[2];
     pthread_t th[2];
     for (int t = 0; t < 2; t++) {
-        j[t] = (shared_job){.ctx = ctx, .op = op, .net = net, .tx = tx, .ty = ty[t],
-                            .ref_conv = ref.conv, .ref_net = ref.net};
+        j[t] = (shared_job){.ctx = ctx,
+                            .op = op,
+                            .net = net,
+                            .tx = tx,
+                            .ty = ty[t],
+                            .ref_conv = ref.conv,
+                            .ref_net = ref.net};
         assert_int_equal(pthread_create(&th[t], NULL, misuse, &j[t]), 0);
     }
     for (int t = 0; t < 2; t++)
@@ -262,7 +264,7 @@ static void two_threads_on_one_context_never_mix(void **state) {
     fv_conv2d_destroy(op);
     FV_ASSERT_OK(fv_context_destroy(ctx));
     free(hx), free(ref.conv);
-    free(g_x), free(g_w), free(g_w2), free(g_fc), free(g_b);
+    free_inputs();
 }
 
 static void missing_device_is_refused(void **state) {

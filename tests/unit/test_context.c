@@ -244,10 +244,8 @@ static void *other_thread(void *arg) {
  * destroys wait. */
 static void a_second_thread_is_refused_while_one_holds_the_context(void **state) {
     rendezvous r = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-    fv_context_desc d = {.backend = FV_BACKEND_CPU,
-                         .log = holding_log,
-                         .log_user = &r,
-                         .log_level = FV_LOG_DEBUG};
+    fv_context_desc d = {
+        .backend = FV_BACKEND_CPU, .log = holding_log, .log_user = &r, .log_level = FV_LOG_DEBUG};
     FV_ASSERT_OK(fv_context_create(&d, &r.ctx));
     fv_tensor_desc td = {.dtype = FV_DTYPE_F32, .h = 2, .w = 2, .c = 1};
     FV_ASSERT_OK(fv_tensor_create(r.ctx, &td, &r.t0));
@@ -298,11 +296,14 @@ static void *hammer_thread(void *arg) {
         for (int k = 0; k < 48; k++)
             in[k] = (float)(h->id * 100000 + i * 48 + k);
         fv_tensor *t = NULL;
-        while (retry(fv_tensor_create(h->ctx, &td, &t), h) == FV_ERR_BAD_STATE) {}
+        while (retry(fv_tensor_create(h->ctx, &td, &t), h) == FV_ERR_BAD_STATE) {
+        }
         if (!t) continue;
-        while (retry(fv_tensor_upload(h->ctx, t, in, sizeof in), h) == FV_ERR_BAD_STATE) {}
+        while (retry(fv_tensor_upload(h->ctx, t, in, sizeof in), h) == FV_ERR_BAD_STATE) {
+        }
         memset(out, 0, sizeof out);
-        while (retry(fv_tensor_download(h->ctx, t, out, sizeof out), h) == FV_ERR_BAD_STATE) {}
+        while (retry(fv_tensor_download(h->ctx, t, out, sizeof out), h) == FV_ERR_BAD_STATE) {
+        }
         if (memcmp(in, out, sizeof in) != 0) h->wrong_data++;
         fv_tensor_destroy(t);
         h->ok++;
@@ -321,8 +322,9 @@ static void two_threads_hammering_one_context_corrupt_nothing(void **state) {
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
     for (int i = 0; i < 2; i++) {
-        if (h[i].wrong_status) fail_msg("thread %d: %ld unexpected statuses, first %s", i,
-                                        h[i].wrong_status, h[i].why);
+        if (h[i].wrong_status)
+            fail_msg("thread %d: %ld unexpected statuses, first %s", i, h[i].wrong_status,
+                     h[i].why);
         assert_int_equal(h[i].wrong_data, 0);
         assert_int_equal(h[i].ok, h[i].rounds);
     }

@@ -59,7 +59,7 @@ void fv__hold_end(fv__hold *h);
 /* Holds ctx (may be NULL: nothing to hold) until the enclosing function
  * returns; returns the refusal from it when another thread holds ctx. */
 #define FV__HOLD(ctx)                                                                              \
-    fv__hold fv__hold_ __attribute__((cleanup(fv__hold_end))) = fv__hold_take((ctx), __func__);   \
+    fv__hold fv__hold_ __attribute__((cleanup(fv__hold_end))) = fv__hold_take((ctx), __func__);    \
     if (fv__hold_.s != FV_OK) return fv__hold_.s
 /* As FV__HOLD, waiting for the other thread instead (void calls: destroys). */
 #define FV__HOLD_WAIT(ctx)                                                                         \
