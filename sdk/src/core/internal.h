@@ -63,7 +63,7 @@ void fv__hold_end(fv__hold *h);
     if (fv__hold_.s != FV_OK) return fv__hold_.s
 /* As FV__HOLD, waiting for the other thread instead (void calls: destroys). */
 #define FV__HOLD_WAIT(ctx)                                                                         \
-    fv__hold fv__hold_ __attribute__((cleanup(fv__hold_end))) = fv__hold_wait(ctx)
+    fv__hold fv__hold_ __attribute__((cleanup(fv__hold_end), unused)) = fv__hold_wait(ctx)
 
 /* ---- files ---------------------------------------------------------------
  * Opens path for reading ("rb") only if it is a regular file; the open never
