@@ -21,8 +21,19 @@
 /* Clones of the hot loops for AVX-512 and AVX2, chosen at load time
  * (ifunc); the rest of the build stays baseline x86-64 (or aarch64, where
  * NEON is baseline). Every clone does the same float operations per element
- * in the same order, so they give the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__GLIBC__) && defined(__has_attribute)
+ * in the same order, so they give the same bits. Not under ThreadSanitizer:
+ * the ifunc resolvers run while the dynamic loader relocates the library,
+ * before TSan's runtime is up, and its instrumentation of them crashes. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FV__TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define FV__TSAN 1
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__GLIBC__) && defined(__has_attribute) &&  \
+    !defined(FV__TSAN)
 #if __has_attribute(target_clones)
 #define FV_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
