@@ -269,6 +269,41 @@ static void a_second_thread_is_refused_while_one_holds_the_context(void **state)
     FV_ASSERT_OK(fv_context_destroy(r.ctx));
 }
 
+typedef struct inner_destroy {
+    fv_context *ctx;
+    fv_status s;
+    char msg[512];
+} inner_destroy;
+
+static void destroying_log(fv_log_level level, const char *msg, void *user) {
+    inner_destroy *d = user;
+    (void)level;
+    if (!strstr(msg, "pool 'inner'") || !d->ctx) return;
+    d->s = fv_context_destroy(d->ctx); /* from inside fv_pool_create */
+    snprintf(d->msg, sizeof d->msg, "%s", fv_last_error());
+}
+
+/* fv_context_destroy from inside a call on the same context (its log
+ * callback) is refused: the call around it still uses the context. */
+static void destroy_from_inside_a_call_is_refused(void **state) {
+    inner_destroy d = {0};
+    fv_context *ctx = NULL;
+    fv_context_desc cd = {.backend = FV_BACKEND_CPU,
+                          .log = destroying_log,
+                          .log_user = &d,
+                          .log_level = FV_LOG_DEBUG};
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx));
+    d.ctx = ctx;
+    fv_pool *pool = NULL;
+    FV_ASSERT_OK(fv_pool_create(
+        ctx, &(fv_pool_desc){.kind = FV_POOL_HOST, .bytes = 4096, .name = "inner"}, &pool));
+    assert_int_equal(d.s, FV_ERR_BAD_STATE);
+    if (!strstr(d.msg, "called from inside another call")) fail_msg("message: '%s'", d.msg);
+    d.ctx = NULL;
+    fv_pool_destroy(pool);
+    FV_ASSERT_OK(fv_context_destroy(ctx));
+}
+
 typedef struct hammer {
     fv_context *ctx;
     int id, rounds;
@@ -366,6 +401,7 @@ int main(void) {
         cmocka_unit_test(pools_have_the_sizes_asked_for),
         cmocka_unit_test(destroy_with_live_objects_is_refused),
         cmocka_unit_test(a_second_thread_is_refused_while_one_holds_the_context),
+        cmocka_unit_test(destroy_from_inside_a_call_is_refused),
         cmocka_unit_test(two_threads_hammering_one_context_corrupt_nothing),
         cmocka_unit_test(a_context_moves_between_threads_between_calls),
     };
