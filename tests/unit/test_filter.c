@@ -406,6 +406,33 @@ static void yuv_grid_without_conversions(void **state) {
         assert_true(fv__yuv_grid_magic(small[i]) == 0.0f && !signbit(fv__yuv_grid_magic(small[i])));
 }
 
+/* The DIRECT strip kernel's YUV reader (fv__yuv_to_rgb_grid_scaled2: the
+ * constants scaled by 2^-16, FP16 rounding, the clamp after it) gives
+ * fv__yuv_grid(fv__yuv_to_rgb(...)) times 2^-16 exactly, for every (Y, U, V)
+ * triple in either slot of the pair. (The GPU's form, packed FP16, is
+ * checked byte for byte against FUSED by test_gpu_filter.) */
+static void yuv_scaled_conversion_is_the_grid(void **state) {
+    (void)state;
+    for (int y = 0; y < 256; y++)
+        for (int u = 0; u < 256; u++)
+            for (int v = 0; v < 256; v++) {
+                const float ys[2] = {(float)y, (float)(255 - v)}, us[2] = {(float)u, (float)y},
+                            vs[2] = {(float)v, (float)u};
+                float c[2][3];
+                fv__yuv_to_rgb_grid_scaled2(ys, us, vs, c);
+                for (int k = 0; k < 2; k++) {
+                    float want[3];
+                    fv__yuv_to_rgb(ys[k], us[k], vs[k], &want[0], &want[1], &want[2]);
+                    for (int i = 0; i < 3; i++) {
+                        const float w = fv__yuv_grid(want[i]), got = c[k][i] * 65536.0f;
+                        if (w != got)
+                            fail_msg("(%g,%g,%g)[%d]: grid %.9g, scaled form %.9g", (double)ys[k],
+                                     (double)us[k], (double)vs[k], i, (double)w, (double)got);
+                    }
+                }
+            }
+}
+
 /* fv_filter_info.direct_exact: DIRECT's bytes provably FUSED's where every
  * sum is exact in FP32: values (bytes, or YUV on the 2^-8 grid) times FP16
  * weights (multiples of 2^-q), 255 * channels * sum |w| * 2^(q + qi) < 2^24. */
@@ -451,6 +478,7 @@ int main(void) {
         cmocka_unit_test(engine_choice_on_the_cpu),
         cmocka_unit_test(yuv_values_lie_on_the_exact_grid),
         cmocka_unit_test(yuv_grid_without_conversions),
+        cmocka_unit_test(yuv_scaled_conversion_is_the_grid),
         cmocka_unit_test(direct_exact_follows_the_sums),
         cmocka_unit_test(every_kind_matches_the_reference),
         cmocka_unit_test(threshold_and_overlay_follow_the_rule),

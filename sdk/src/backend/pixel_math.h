@@ -118,6 +118,51 @@ FV_HD static FV_FORCEINLINE float fv__yuv_grid_magic(float v) {
     return fv__add(fv__add(v, c), -c);
 }
 
+/* 2^-16: the scale of fv__yuv_to_rgb_grid_scaled's values. */
+#define FV__YUV_SCALE 1.52587890625e-05f
+
+/* fv__yuv_to_rgb then fv__yuv_grid of each value, times 2^-16 (exactly:
+ * c[i] * 65536 is fv__yuv_grid(R), ...), for two pixels (Y, U, V bytes as
+ * floats: y[k], u[k], v[k]; values into c[k][0..2]), in fewer operations:
+ * the conversion's constants carry the scale (every product and sum is then
+ * the unscaled one times 2^-16: a power of two, and nothing comes near
+ * FP32's subnormals), FP16 rounding of the scaled value is the grid (see
+ * fv__yuv_grid), and clamping after rounding equals rounding after clamping
+ * (0 and 255 * 2^-16 are FP16 values; rounding is monotone). On the GPU two
+ * values a conversion, a min and a max (packed FP16): 2.5 operations a value
+ * where fv__clamp255 and fv__yuv_grid_magic take 7 or 8. A negative value
+ * may come out as -0 instead of +0 there: sums, magnitudes and unpack give
+ * the same bytes for either. The DIRECT strip kernel's YUV reader (its
+ * weights carry 2^16: products of the two are the unscaled ones, exactly). */
+FV_HD static FV_FORCEINLINE void fv__yuv_to_rgb_grid_scaled2(const float y[2], const float u[2],
+                                                             const float v[2], float c[2][3]) {
+    float x[2][3];
+    for (int k = 0; k < 2; k++) {
+        const float cy = fv__mul(1.164f * FV__YUV_SCALE, fv__add(y[k], -16.0f));
+        const float d = fv__add(u[k], -128.0f), e = fv__add(v[k], -128.0f);
+        x[k][0] = fv__add(cy, fv__mul(1.596f * FV__YUV_SCALE, e));
+        x[k][1] = fv__add(fv__add(cy, fv__mul(-0.392f * FV__YUV_SCALE, d)),
+                          fv__mul(-0.813f * FV__YUV_SCALE, e));
+        x[k][2] = fv__add(cy, fv__mul(2.017f * FV__YUV_SCALE, d));
+    }
+#ifdef __CUDA_ARCH__
+    const __half2 lo = __float2half2_rn(0.0f), hi = __float2half2_rn(255.0f * FV__YUV_SCALE);
+    const float2 rg0 =
+        __half22float2(__hmin2(__hmax2(__floats2half2_rn(x[0][0], x[0][1]), lo), hi));
+    const float2 rg1 =
+        __half22float2(__hmin2(__hmax2(__floats2half2_rn(x[1][0], x[1][1]), lo), hi));
+    const float2 bb = __half22float2(__hmin2(__hmax2(__floats2half2_rn(x[0][2], x[1][2]), lo), hi));
+    c[0][0] = rg0.x, c[0][1] = rg0.y, c[0][2] = bb.x;
+    c[1][0] = rg1.x, c[1][1] = rg1.y, c[1][2] = bb.y;
+#else
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 3; i++) {
+            const float t = fv_round_f16(x[k][i]);
+            c[k][i] = t < 0.0f ? 0.0f : t > 255.0f * FV__YUV_SCALE ? 255.0f * FV__YUV_SCALE : t;
+        }
+#endif
+}
+
 /* Luma of R, G, B bytes (as floats): (0.299 R + 0.587 G) + 0.114 B. */
 FV_HD static inline float fv__rgb_to_gray(float r, float g, float b) {
     return fv__add(fv__add(fv__mul(0.299f, r), fv__mul(0.587f, g)), fv__mul(0.114f, b));

@@ -24,8 +24,10 @@
  *
  *   - YUV: a thread's words start at the pair of its left halo pixel
  *     (column x0 - 2); NV12 stages each Y row with its UV row. Each pixel
- *     is converted by pixel_math.h's fv__yuv_to_rgb and put on
- *     fv__yuv_grid, as the FUSED engine does.
+ *     is converted as the FUSED engine does (fv__yuv_to_rgb, then
+ *     fv__yuv_grid), in pixel_math.h's shorter form: the values scaled by
+ *     2^-16, two pixels a time, rounded and clamped as packed FP16
+ *     (fv__yuv_to_rgb_grid_scaled2); the weights carry 2^16.
  *
  * Exactness: the values are the FUSED engine's (bytes; the sum of three
  * bytes for one edge channel of a colour input, exact in integers; YUV
@@ -292,9 +294,11 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
             if (p.overlay) {
                 float base[3];
                 if (P == 3) {
+                    /* YUV: the window's values are scaled by 2^-16 */
 #pragma unroll
                     for (int c = 0; c < 3; c++)
-                        base[c] = w1[P > 1 ? c : 0][j + 1];
+                        base[c] = F == F_BYTES ? w1[P > 1 ? c : 0][j + 1]
+                                               : __fmul_rn(w1[P > 1 ? c : 0][j + 1], 65536.0f);
                 } else if (BPP == 1 && F == F_BYTES) {
                     base[0] = base[1] = base[2] = w1[0][j + 1];
                 } else {
@@ -482,16 +486,19 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
         stage_rows<BPP, F, P>(p, sm, g, ys, n_in, bx0);
 
     consts<G> k;
+    /* YUV values come scaled by 2^-16 (yuv_values): the weights carry 2^16,
+     * so that each product is the unscaled one, exactly */
+    const float ws = F == F_BYTES ? 1.0f : 65536.0f;
     if (FORM == FORM_TAPS) {
 #pragma unroll
         for (int g = 0; g < G; g++)
 #pragma unroll
             for (int i = 0; i < 9; i++) {
-                k.w[g][i] = p.w[g][i];
+                k.w[g][i] = __fmul_rn(p.w[g][i], ws);
                 asm("" : "+f"(k.w[g][i])); /* a register, never re-read from the parameters */
             }
     }
-    k.f0 = p.fc[0], k.f1 = p.fc[1];
+    k.f0 = __fmul_rn(p.fc[0], ws), k.f1 = __fmul_rn(p.fc[1], ws);
     k.gain = p.gain, k.threshold = p.threshold;
     asm("" : "+f"(k.f0), "+f"(k.f1), "+f"(k.gain), "+f"(k.threshold));
 

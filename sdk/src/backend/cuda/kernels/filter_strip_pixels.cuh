@@ -91,22 +91,29 @@ static __device__ __forceinline__ void yuv_rgb(const unsigned *d, const unsigned
         c[i] = F == F_NV12 ? fv__yuv_grid_f16(c[i]) : fv__yuv_grid(c[i]);
 }
 
-/* The values of a thread's N + 2 window pixels from its YUV words: P
- * planes (R, G, B), or for P = 1 their sum (v0 + v1) + v2 (exact: values
- * on the 2^-8 grid). Window pixel J is staged pixel J + 1. */
+/* The values of a thread's N + 2 window pixels from its YUV words, two
+ * pixels at a time, scaled by 2^-16 (fv__yuv_to_rgb_grid_scaled2; the
+ * kernel's weights carry 2^16): P planes (R, G, B), or for P = 1 their sum
+ * (v0 + v1) + v2 (exact: values on the 2^-24 grid). Window pixel J is
+ * staged pixel J + 1. */
 template <int F, int P, int J = 0, int END = geo<P>::N + 2> struct yuv_values {
     static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv,
                                                float (*v)[END]) {
-        float c[3];
-        yuv_rgb<F, J + 1>(d, duv, c);
-        if (P == 1) {
-            v[0][J] = fv__add(fv__add(c[0], c[1]), c[2]);
-        } else {
-            v[0][J] = c[0];
-            v[P > 1 ? 1 : 0][J] = c[1];
-            v[P > 1 ? 2 : 0][J] = c[2];
+        float y[2], u[2], w[2], c[2][3];
+        yuv_src<F, J + 1>::get(d, duv, y[0], u[0], w[0]);
+        yuv_src<F, J + 2>::get(d, duv, y[1], u[1], w[1]);
+        fv__yuv_to_rgb_grid_scaled2(y, u, w, c);
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            if (P == 1) {
+                v[0][J + k] = fv__add(fv__add(c[k][0], c[k][1]), c[k][2]);
+            } else {
+                v[0][J + k] = c[k][0];
+                v[P > 1 ? 1 : 0][J + k] = c[k][1];
+                v[P > 1 ? 2 : 0][J + k] = c[k][2];
+            }
         }
-        yuv_values<F, P, J + 1, END>::get(d, duv, v);
+        yuv_values<F, P, J + 2, END>::get(d, duv, v);
     }
 };
 template <int F, int P, int END> struct yuv_values<F, P, END, END> {
