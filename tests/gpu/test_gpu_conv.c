@@ -327,6 +327,12 @@ static void direct_kernel_variants_from_profile(void **state) {
         {1, 33, 65, 4, 32, 9, 9, 2, 4, 1, 1, FV_ACT_TANH, 0, 1, FV_CONV2D_DIRECT},
         {1, 45, 70, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
         {1, 30, 50, 16, 24, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, FV_CONV2D_DIRECT},
+        /* the fixed-geometry kernels (a block a tile: -16rows, -4rows):
+         * 3x3 and 5x5 on 8, 16 and 32 channels, K 8, 16, 32, 64 */
+        {1, 45, 70, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 1, FV_CONV2D_DIRECT},
+        {1, 45, 70, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
+        {1, 30, 50, 16, 64, 5, 5, 1, 2, 1, 1, FV_ACT_SIGMOID, 0, 1, FV_CONV2D_DIRECT},
+        {1, 30, 50, 8, 16, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 0, FV_CONV2D_DIRECT},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         assert_true(run_case(&cases[i], 1) <= 2e-3);
