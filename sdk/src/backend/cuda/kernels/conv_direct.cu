@@ -57,24 +57,27 @@ template <int CM, bool PAIR> struct wide_pixels {
     static constexpr int px = on ? CM + 8 : CM; /* halves a window pixel */
 };
 
+/* Columns of input pixels a block reads (32 output pixels, stride sw, S
+ * taps, kr halves a filter row) and the shared-memory row length in halves
+ * that holds them; constexpr: the fixed kernels take it at compile time. */
+constexpr int window_cols(int cm, bool pair, int sw, int s, int kr) {
+    return wide(cm, pair) ? 31 * sw + s           /* kr = s * cm: the last pixel reads its S taps */
+           : pair ? 31 * sw + 2 * (kr / 16)       /* entries of 8 halves; the last step reads +1 */
+                  : 31 * sw + (kr + cm - 1) / cm; /* the last 16-wide step reads kr halves on */
+}
+constexpr int window_stride(int cm, bool pair, int sw, int s, int kr) {
+    return wide(cm, pair) ? window_cols(cm, pair, sw, s, kr) * (cm + 8)
+           : pair         ? (window_cols(cm, pair, sw, s, kr) * 8 + 15) / 16 * 16
+                          : (window_cols(cm, pair, sw, s, kr) * cm + 15) / 16 * 16;
+}
+
 /* Window geometry of g: rows and columns of input pixels a block reads, and
  * the shared-memory row length in halves (wmma: a multiple of 16, 32-byte
  * aligned rows, as its loads need; wide pixels: of 8, ldmatrix's 16 bytes). */
 void window_of(const fv__conv_direct_geom *g, int *rows, int *cols, int *stride) {
     *rows = (g->th - 1) * g->sh + g->r;
-    if (wide(g->cm, g->pair != 0)) { /* kr = s * cm: the last pixel reads its S taps */
-        *cols = 31 * g->sw + g->s;
-        *stride = *cols * (g->cm + 8);
-        return;
-    }
-    if (g->pair) { /* entries of 8 halves; the last pixel's last step reads entry +1 */
-        *cols = 31 * g->sw + 2 * (g->kr / 16);
-        *stride = (*cols * 8 + 15) / 16 * 16;
-        return;
-    }
-    /* the last pixel's last 16-wide step reads up to kr halves past its start */
-    *cols = 31 * g->sw + (g->kr + g->cm - 1) / g->cm;
-    *stride = (*cols * g->cm + 15) / 16 * 16;
+    *cols = window_cols(g->cm, g->pair != 0, g->sw, g->s, g->kr);
+    *stride = window_stride(g->cm, g->pair != 0, g->sw, g->s, g->kr);
 }
 
 /* Halves of one window buffer: rows x stride, rounded up to 128 bytes. */
@@ -90,8 +93,7 @@ constexpr int fixed_kr(int cm, int rt) {
     return (rt * cm + 15) / 16 * 16;
 }
 constexpr int fixed_stride(int cm, bool pair, int rt) {
-    return wide(cm, pair) ? (31 + rt) * (cm + 8)
-                          : ((31 + (fixed_kr(cm, rt) + cm - 1) / cm) * cm + 15) / 16 * 16;
+    return window_stride(cm, pair, 1, rt, fixed_kr(cm, rt));
 }
 /* Compile-time geometry (RT > 0): the kernels made for the common image
  * layers (stride 1, R x R filters of 3 or 5, cm 8, 16 or 32, K of 8, 16,
