@@ -327,8 +327,8 @@ static void direct_kernel_variants_from_profile(void **state) {
         {1, 33, 65, 4, 32, 9, 9, 2, 4, 1, 1, FV_ACT_TANH, 0, 1, FV_CONV2D_DIRECT},
         {1, 45, 70, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
         {1, 30, 50, 16, 24, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, FV_CONV2D_DIRECT},
-        /* the fixed-geometry kernels (a block a tile: -16rows, -4rows):
-         * 3x3 and 5x5 on 8, 16 and 32 channels, K 8, 16, 32, 64 */
+        /* the fixed-geometry kernels (a block a tile: -16rows, -4rows, and
+         * two rows a warp): 3x3 and 5x5 on 8, 16 and 32 channels, K 8..64 */
         {1, 45, 70, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 1, FV_CONV2D_DIRECT},
         {1, 45, 70, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
         {1, 30, 50, 16, 64, 5, 5, 1, 2, 1, 1, FV_ACT_SIGMOID, 0, 1, FV_CONV2D_DIRECT},
@@ -341,10 +341,12 @@ static void direct_kernel_variants_from_profile(void **state) {
     char *text = read_text(path, &len);
     char *edited = malloc(2 * len + 1); /* engine numbers grow by 2 bytes at most */
     assert_non_null(edited);
-    /* engine numbers: rows a block, + 100 when persistent */
-    const char *rows[] = {"16", "4", "108", "116"};
-    const char *names[] = {"-16rows", "-4rows", "-8rows-persistent", "-16rows-persistent"};
-    for (int v = 0; v < 4; v++) {
+    /* engine numbers: rows a block, + 100 when persistent, + 200 with two
+     * rows a warp (the 8-channel cases alone: 3x3 and 5x5, K <= 32) */
+    const char *rows[] = {"16", "4", "108", "116", "216", "208", "204"};
+    const char *names[] = {"-16rows",    "-4rows",    "-8rows-persistent", "-16rows-persistent",
+                           "-16rows-2w", "-8rows-2w", "-4rows-2w"};
+    for (int v = 0; v < 7; v++) {
         /* every direct entry's engine becomes rows[v] */
         char *o = edited;
         for (const char *line = text; *line;) {
@@ -373,6 +375,7 @@ static void direct_kernel_variants_from_profile(void **state) {
         assert_string_equal(why, "");
         gpu = ctx2;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (v >= 4 && !(cases[i].c == 8 && cases[i].k <= 32)) continue;
             conv_case cc = cases[i];
             cc.flags = 0; /* the profile decides */
             double e = run_case(&cc, 1);

@@ -128,8 +128,9 @@ static void legacy_fused_candidates(fv_conv2d *op, const fv__conv_legacy *l, int
     }
 }
 
-/* The direct kernel's geometry for form f: variant = th rows per block + 100
- * when persistent (the engine number profiles store). */
+/* The direct kernel's geometry for form f: variant = th rows per block, + 100
+ * when persistent, + 200 with two rows a warp (the engine number profiles
+ * store). */
 static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form *f, int variant) {
     const fv_conv2d_desc *d = &op->desc;
     return (fv__conv_direct_geom){.n = d->n,
@@ -150,7 +151,8 @@ static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form
                                   .ph = d->pad_h,
                                   .pw = d->pad_w,
                                   .th = variant % 100,
-                                  .persistent = variant / 100};
+                                  .persistent = variant / 100 == 1,
+                                  .two = variant / 100 == 2};
 }
 
 /* A direct-kernel candidate of form f, variant as in direct_geom; 0 (why
@@ -158,7 +160,7 @@ static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form
 static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, fv__conv_cand *c,
                             char *why, size_t why_n) {
     memset(c, 0, sizeof *c);
-    if (variant < 0 || variant > 199) {
+    if (variant < 0 || variant > 299) {
         snprintf(why, why_n, "variant %d", variant);
         return 0;
     }
@@ -181,14 +183,20 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, 
     c->choice.cdecl_ = f->cd;
     c->choice.engine = variant;
     snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows%s", th,
-             c->dg.persistent ? "-persistent" : "");
+             c->dg.persistent ? "-persistent"
+             : c->dg.two      ? "-2w"
+                              : "");
     snprintf(c->how, sizeof c->how, "fovea direct kernel, %d rows a block%s, %zu B shared", th,
-             c->dg.persistent ? ", persistent" : "", smem);
+             c->dg.persistent ? ", persistent"
+             : c->dg.two      ? ", two rows a warp"
+                              : "",
+             smem);
     return 1;
 }
 
 /* Direct candidates of form f (16, 8 and 4 rows a block, a block a tile
- * or persistent; the first only when first_only) into out[*n..]. Returns
+ * or persistent; then 16 and 8 rows with two rows a warp where the kernel
+ * has them; the first only when first_only) into out[*n..]. Returns
  * how many were offered. The likely fastest first (H100): persistent for
  * outputs up to 600k pixels (a few waves of blocks), 16 rows for windows of
  * 25 taps or more, else 8. */
@@ -199,9 +207,12 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
     const int *ths = d->r * d->s >= 25 ? big : small;
     int first_persistent = (long)d->n * op->p * op->q <= 600000;
     int offered = 0;
-    for (int i = 0; i < 6 && *n < max; i++) {
-        int variant = ths[i % 3] + (first_persistent ^ (i >= 3)) * 100;
-        if (!direct_candidate(op, f, variant, &out[*n], why, why_n)) continue;
+    for (int i = 0; i < 8 && *n < max; i++) {
+        int variant = i < 6 ? ths[i % 3] + (first_persistent ^ (i >= 3)) * 100 : 216 - (i - 6) * 8;
+        char why2[160]; /* two rows a warp fits few ops: its refusal is not the reason */
+        if (!direct_candidate(op, f, variant, &out[*n], i < 6 ? why : why2,
+                              i < 6 ? why_n : sizeof why2))
+            continue;
         (*n)++;
         offered++;
         if (first_only) break;
@@ -328,7 +339,7 @@ fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
         if (forms[i].cd != e->cdecl_ || !forms[i].kr != (e->path != FV__PATH_DIRECT)) continue;
         if (e->path == FV__PATH_DIRECT) {
             char why[160];
-            if (e->engine > 199 ||
+            if (e->engine > 299 ||
                 !direct_candidate(op, &forms[i], (int)e->engine, out, why, sizeof why))
                 continue;
             out->choice = *e;

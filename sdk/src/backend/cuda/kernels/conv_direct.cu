@@ -136,8 +136,13 @@ __host__ __device__ constexpr int bias_floats(int kp) {
 /* Shared memory: the weights, per warp two FP32 32 x 8 tiles of outputs, the
  * bias, the window (two buffers when persistent: the next tile's loads
  * while this one is computed). */
+/* Warps a block: a row each, or two rows each (two). */
+int warps_of(const fv__conv_direct_geom *g) {
+    return g->two ? g->th / 2 : g->th;
+}
+
 size_t smem_of(const fv__conv_direct_geom *g) {
-    size_t common = (size_t)g->kp * g->r * g->kr * 2 + (size_t)g->th * STAGE_FLOATS * 4 +
+    size_t common = (size_t)g->kp * g->r * g->kr * 2 + (size_t)warps_of(g) * STAGE_FLOATS * 4 +
                     (size_t)bias_floats(g->kp) * 4;
     if (g->persistent) return common + (size_t)2 * window_halves(g) * 2;
     int rows, cols, stride;
@@ -162,17 +167,16 @@ __device__ __forceinline__ void store8(const direct_args &a, const float4 lo, co
     *reinterpret_cast<uint4 *>(yp + ch0) = fv_k::act8<ACT>(v, b, ch0, a.k, a.alpha);
 }
 
-/* A warp's outputs (one output row, 32 pixels): two 8-channel tiles at a
+/* A warp's outputs of output row oy (32 pixels): two 8-channel tiles at a
  * time through shared memory (put(j, dst) stores tile j there as 32 x 8
  * floats, rows packed), then each pair of lanes writes one pixel's
  * 16 channels, 32 contiguous bytes: whole 32-byte sectors (one lane a pixel
  * wrote half-sectors). A last odd tile goes one lane a pixel. */
 template <int ACT, int NF, class Put>
 __device__ __forceinline__ void epilogue(const direct_args &a, Put put, float *stage,
-                                         const float *sbias, int n, int oy0, int ox0) {
+                                         const float *sbias, int n, int oy, int ox0) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float *st = stage + warp * STAGE_FLOATS;
-    const int oy = oy0 + warp;
     if (oy >= a.p) return; /* whole warp: no shared-memory traffic either */
     __half *yrow = a.y + ((size_t)n * a.p + oy) * a.q * a.ys;
 #pragma unroll
@@ -275,9 +279,9 @@ __device__ __forceinline__ void load_window(const direct_args &a, __half *win, i
  * per element cost ~25% of the kernel's instructions). */
 template <int NF, class Put>
 __device__ __forceinline__ void epilogue_act(const direct_args &a, Put put, float *stage,
-                                             const float *sbias, int n, int oy0, int ox0) {
+                                             const float *sbias, int n, int oy, int ox0) {
     fv_k::with_act(a.act, [&](auto act) {
-        epilogue<decltype(act)::value, NF>(a, put, stage, sbias, n, oy0, ox0);
+        epilogue<decltype(act)::value, NF>(a, put, stage, sbias, n, oy, ox0);
     });
 }
 
@@ -314,7 +318,57 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
     });
     epilogue_act<NF>(
         a, [&](int j, float *dst) { wmma::store_matrix_sync(dst, acc[j], 8, wmma::mem_row_major); },
-        stage, sbias, n, oy0, ox0);
+        stage, sbias, n, oy0 + warp, ox0);
+}
+
+/* Two output rows a warp (oy0 + 2 warp and the row below), wmma, fixed
+ * geometry, stride 1: each weight fragment feeds both rows' MMAs, and each
+ * input row's A fragment serves filter row r of the first output row and
+ * r - 1 of the second: per 16-wide step R + 1 A loads and R x NF B loads
+ * for 2 R x NF MMAs, where one row a warp takes R and R x NF for R x NF
+ * (the kernel is bound by these shared-memory wavefronts; see fixed). The
+ * steps go kc outer, r inner (one row a warp: r outer): the sums' order,
+ * and so the last bits, differ from the other variants'. */
+template <int CM, int NF, int RT>
+__device__ __forceinline__ void compute_tile_two(const direct_args &a, const __half *sx,
+                                                 const __half *sw, float *stage, const float *sbias,
+                                                 int n, int oy0, int ox0) {
+    typedef fixed<CM, false, RT> F;
+    static_assert(F::on && !wide_pixels<CM, false>::on, "two rows a warp: fixed geometry, wmma");
+    const int warp = threadIdx.x >> 5;
+    wmma::fragment<wmma::accumulator, 32, 8, 16, float> acc0[NF], acc1[NF];
+#pragma unroll
+    for (int j = 0; j < NF; j++)
+        wmma::fill_fragment(acc0[j], 0.0f), wmma::fill_fragment(acc1[j], 0.0f);
+    const __half *arow = sx + (size_t)(2 * warp) * F::ROW_STRIDE; /* stride 1 */
+#pragma unroll
+    for (int kc = 0; kc < F::KR; kc += 16) {
+        wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> fa[2];
+        wmma::load_matrix_sync(fa[0], arow + kc, CM);
+#pragma unroll
+        for (int r = 0; r < F::R; r++) {
+            /* fa[r % 2]: input row 2 warp + r; fa[(r + 1) % 2]: the row below */
+            wmma::load_matrix_sync(fa[(r + 1) % 2], arow + (size_t)(r + 1) * F::ROW_STRIDE + kc,
+                                   CM);
+            const __half *bp = sw + (size_t)r * NF * F::KR * 8;
+#pragma unroll
+            for (int j = 0; j < NF; j++) {
+                wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> fb;
+                wmma::load_matrix_sync(fb, bp + ((size_t)j * F::KR + kc) * 8, 8);
+                wmma::mma_sync(acc0[j], fa[r % 2], fb, acc0[j]);
+                wmma::mma_sync(acc1[j], fa[(r + 1) % 2], fb, acc1[j]);
+            }
+        }
+    }
+    epilogue_act<NF>(
+        a,
+        [&](int j, float *dst) { wmma::store_matrix_sync(dst, acc0[j], 8, wmma::mem_row_major); },
+        stage, sbias, n, oy0 + 2 * warp, ox0);
+    __syncwarp(); /* the stage is reused */
+    epilogue_act<NF>(
+        a,
+        [&](int j, float *dst) { wmma::store_matrix_sync(dst, acc1[j], 8, wmma::mem_row_major); },
+        stage, sbias, n, oy0 + 2 * warp + 1, ox0);
 }
 
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
@@ -423,7 +477,7 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
                     make_float2(acc[m][j][2], acc[m][j][3]);
             }
         },
-        stage, sbias, n, oy0, ox0);
+        stage, sbias, n, oy0 + warp, ox0);
 }
 
 template <int CM, int NF, bool PAIR, int RT>
@@ -454,20 +508,37 @@ __device__ __forceinline__ void load_weights(const direct_args &a, __half *sw, f
 /* A block a tile: the window with plain loads, then the MMAs (measured
  * faster than the persistent kernel on large outputs: 0.091 vs 0.116 ms on
  * 2048x2048x8->8). Shared memory: window, weights, stage, bias. */
-template <int CM, int NF, bool PAIR, int RT>
+template <int CM, int NF, bool PAIR, int RT, bool TWO> struct tile_of {
+    static __device__ __forceinline__ void run(const direct_args &a, const __half *sx,
+                                               const __half *sw, float *stage, const float *sbias,
+                                               int n, int oy0, int ox0) {
+        compute_tile<CM, NF, PAIR, RT>(a, sx, sw, stage, sbias, n, oy0, ox0);
+    }
+};
+template <int CM, int NF, int RT> struct tile_of<CM, NF, false, RT, true> {
+    static __device__ __forceinline__ void run(const direct_args &a, const __half *sx,
+                                               const __half *sw, float *stage, const float *sbias,
+                                               int n, int oy0, int ox0) {
+        compute_tile_two<CM, NF, RT>(a, sx, sw, stage, sbias, n, oy0, ox0);
+    }
+};
+
+/* TWO: two output rows a warp (compute_tile_two). */
+template <int CM, int NF, bool PAIR, int RT, bool TWO = false>
 __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
     __half *sx = reinterpret_cast<__half *>(smem);
     __half *sw = sx + (size_t)a.rows_in * a.row_stride;
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
     float *sbias = stage + (blockDim.x >> 5) * STAGE_FLOATS;
-    const int n = blockIdx.z, ox0 = blockIdx.x * 32, oy0 = blockIdx.y * (blockDim.x >> 5);
+    const int n = blockIdx.z, ox0 = blockIdx.x * 32,
+              oy0 = blockIdx.y * (blockDim.x >> 5) * (TWO ? 2 : 1);
     load_weights<NF>(a, sw, sbias);
     load_window<CM, PAIR>(a, sx, n, oy0, ox0, false);
     copy_commit();
     fv_k::copy_wait<0>();
     __syncthreads();
-    compute_tile<CM, NF, PAIR, RT>(a, sx, sw, stage, sbias, n, oy0, ox0);
+    tile_of<CM, NF, PAIR, RT, TWO>::run(a, sx, sw, stage, sbias, n, oy0, ox0);
 }
 
 /* Persistent blocks (as many as fit at once): each loads the weights once,
@@ -513,9 +584,28 @@ __global__ void __launch_bounds__(512) direct_kernel_persistent(direct_args a) {
 
 typedef void (*kernel_fn)(direct_args);
 
-/* rt: the filter's rows where the kernel knows its geometry (fixed), else 0 */
-template <int CM, int NF, bool PAIR> kernel_fn kernel_of(int persistent, int rt) {
+/* The two-rows-a-warp kernels (cm 8, fixed geometry), made for K of 8, 16
+ * and 32 only (OK; with 64 their accumulators spill: 1.5-3 KB, sm_90). */
+template <int NF, bool OK> struct two_kernel {
+    static kernel_fn of(int rt) {
+        return rt == 3   ? direct_kernel<8, NF, false, 3, true>
+               : rt == 5 ? direct_kernel<8, NF, false, 5, true>
+                         : nullptr;
+    }
+};
+template <int NF> struct two_kernel<NF, false> {
+    static kernel_fn of(int) {
+        return nullptr;
+    }
+};
+
+/* rt: the filter's rows where the kernel knows its geometry (fixed), else 0;
+ * two: two output rows a warp */
+template <int CM, int NF, bool PAIR> kernel_fn kernel_of(int persistent, int rt, int two) {
     if (persistent) return direct_kernel_persistent<CM, NF, PAIR>;
+    /* two rows a warp: fv__conv_direct_check lets it through only where it fits */
+    constexpr bool two_ok = CM == 8 && !PAIR && (NF == 1 || NF == 2 || NF == 4);
+    if (two) return two_kernel<NF, two_ok>::of(rt);
     /* K of 8, 16, 32 and 64 (the common layers; each kernel costs build time) */
     if (FIXED_KERNELS && !PAIR && CM >= 8 && (NF == 1 || NF == 2 || NF == 4 || NF == 8)) {
         if (rt == 3) return direct_kernel<CM, NF, PAIR, 3>;
@@ -524,24 +614,24 @@ template <int CM, int NF, bool PAIR> kernel_fn kernel_of(int persistent, int rt)
     return direct_kernel<CM, NF, PAIR, 0>;
 }
 
-template <int CM, bool PAIR = false> kernel_fn pick_nf(int nf, int persistent, int rt) {
+template <int CM, bool PAIR = false> kernel_fn pick_nf(int nf, int persistent, int rt, int two) {
     switch (nf) {
     case 1:
-        return kernel_of<CM, 1, PAIR>(persistent, rt);
+        return kernel_of<CM, 1, PAIR>(persistent, rt, two);
     case 2:
-        return kernel_of<CM, 2, PAIR>(persistent, rt);
+        return kernel_of<CM, 2, PAIR>(persistent, rt, two);
     case 3:
-        return kernel_of<CM, 3, PAIR>(persistent, rt);
+        return kernel_of<CM, 3, PAIR>(persistent, rt, two);
     case 4:
-        return kernel_of<CM, 4, PAIR>(persistent, rt);
+        return kernel_of<CM, 4, PAIR>(persistent, rt, two);
     case 5:
-        return kernel_of<CM, 5, PAIR>(persistent, rt);
+        return kernel_of<CM, 5, PAIR>(persistent, rt, two);
     case 6:
-        return kernel_of<CM, 6, PAIR>(persistent, rt);
+        return kernel_of<CM, 6, PAIR>(persistent, rt, two);
     case 7:
-        return kernel_of<CM, 7, PAIR>(persistent, rt);
+        return kernel_of<CM, 7, PAIR>(persistent, rt, two);
     case 8:
-        return kernel_of<CM, 8, PAIR>(persistent, rt);
+        return kernel_of<CM, 8, PAIR>(persistent, rt, two);
     default:
         return nullptr;
     }
@@ -560,16 +650,16 @@ int fixed_rows(const fv__conv_direct_geom *g) {
 
 kernel_fn pick(const fv__conv_direct_geom *g) {
     const int rt = fixed_rows(g);
-    if (g->pair) return g->cm == 4 ? pick_nf<4, true>(g->kp / 8, g->persistent, 0) : nullptr;
+    if (g->pair) return g->cm == 4 ? pick_nf<4, true>(g->kp / 8, g->persistent, 0, 0) : nullptr;
     switch (g->cm) {
     case 4:
-        return pick_nf<4>(g->kp / 8, g->persistent, 0);
+        return pick_nf<4>(g->kp / 8, g->persistent, 0, 0);
     case 8:
-        return pick_nf<8>(g->kp / 8, g->persistent, rt);
+        return pick_nf<8>(g->kp / 8, g->persistent, rt, g->two);
     case 16:
-        return pick_nf<16>(g->kp / 8, g->persistent, rt);
+        return pick_nf<16>(g->kp / 8, g->persistent, rt, 0);
     case 32:
-        return pick_nf<32>(g->kp / 8, g->persistent, rt);
+        return pick_nf<32>(g->kp / 8, g->persistent, rt, 0);
     default:
         return nullptr;
     }
@@ -604,12 +694,18 @@ extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t
         return 0;
     }
     if (!(g->th == 4 || g->th == 8 || g->th == 16) || (g->persistent & ~1) || (g->pair & ~1) ||
-        g->r < 1 || g->s < 1 || g->sh < 1 || g->sw < 1 || g->n < 1 || g->p < 1 || g->q < 1 ||
-        g->n > 65535 || (g->p + g->th - 1) / g->th > 65535) {
+        (g->two & ~1) || g->r < 1 || g->s < 1 || g->sh < 1 || g->sw < 1 || g->n < 1 || g->p < 1 ||
+        g->q < 1 || g->n > 65535 || (g->p + g->th - 1) / g->th > 65535) {
         snprintf(why, why_n, "geometry out of range");
         return 0;
     }
     g->kr = g->pair ? 16 * (g->s / 2 > 1 ? g->s / 2 : 1) : (g->s * g->cm + 15) / 16 * 16;
+    if (g->two && (g->persistent || g->cm != 8 || g->sh != 1 || fixed_rows(g) == 0 || g->kp > 32)) {
+        snprintf(why, why_n,
+                 "two rows a warp: 8 channels read, stride 1, 3x3 or 5x5, K 8, 16 or 32, "
+                 "a block a tile");
+        return 0;
+    }
     size_t need = smem_of(g);
     int optin = 0;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
@@ -639,11 +735,12 @@ extern "C" fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g) {
     FV_CUDA_TRY(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     /* persistent blocks: as many as fit at once, at most one a tile */
     int per_sm = 0, sms = 0;
-    FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, 32 * g->th, smem_of(g)));
+    FV_CUDA_TRY(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, 32 * warps_of(g), smem_of(g)));
     FV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     FV_REQUIRE(per_sm > 0, FV_ERR_NOT_SUPPORTED,
                "direct conv: no block of %d threads and %zu bytes of shared memory fits an SM",
-               32 * g->th, smem_of(g));
+               32 * warps_of(g), smem_of(g));
     long tiles = (long)((g->q + 31) / 32) * ((g->p + g->th - 1) / g->th) * g->n;
     long grid = g->persistent ? (long)per_sm * sms : tiles;
     FV_REQUIRE(tiles <= 0x7fffffffL, FV_ERR_NOT_SUPPORTED, "direct conv: %ld tiles", tiles);
@@ -678,11 +775,11 @@ extern "C" fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_dir
     a.alpha = alpha;
     FV_REQUIRE(g->grid > 0, FV_ERR_INTERNAL, "direct conv: not prepared");
     if (g->persistent)
-        f<<<g->grid, 32 * g->th, smem_of(g), stream>>>(a);
+        f<<<g->grid, 32 * warps_of(g), smem_of(g), stream>>>(a);
     else
         f<<<dim3((unsigned)((g->q + 31) / 32), (unsigned)((g->p + g->th - 1) / g->th),
                  (unsigned)g->n),
-            32 * g->th, smem_of(g), stream>>>(a);
+            32 * warps_of(g), smem_of(g), stream>>>(a);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }

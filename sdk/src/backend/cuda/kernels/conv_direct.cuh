@@ -55,6 +55,9 @@ typedef struct fv__conv_direct_geom {
     int persistent; /* 1: as many blocks as fit at once, each walking tiles and
                        loading the next tile's window while it computes one
                        (small images); 0: a block a tile (large ones) */
+    int two;        /* 1: two output rows a warp (th / 2 warps a block): each weight
+                       fragment and input row feeds both (8 channels read, stride 1,
+                       3x3 or 5x5, K 8, 16 or 32, a block a tile) */
     int grid;       /* blocks (set by fv__conv_direct_prepare) */
 } fv__conv_direct_geom;
 
