@@ -32,6 +32,7 @@ typedef struct bc_opts {
     size_t ws_limit;     /* bytes */
     double tol;
     const char *sms; /* conv --sms 8,16: also on green-context slices of that many SMs; NULL none */
+    int candidates;  /* conv --candidates: autotune's time for each candidate, on stderr */
 } bc_opts;
 
 enum { BC_MAX_REPEATS = 50 }; /* most --profile-repeats */

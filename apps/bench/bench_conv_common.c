@@ -184,6 +184,13 @@ void bc_fill_random(float *x, size_t n, float lo, float hi) {
 }
 
 /* ---- the environment ------------------------------------------------------ */
+/* --candidates: the context's debug messages that time autotune's
+ * candidates, one line each on stderr. */
+static void log_candidates(fv_log_level level, const char *msg, void *user) {
+    (void)level, (void)user;
+    if (!strncmp(msg, "autotune: ", 10)) fprintf(stderr, "  %s\n", msg);
+}
+
 int bc_env_open(bc_env *e, const bc_opts *o, const char *profile, size_t pool_bytes) {
     memset(e, 0, sizeof *e);
     e->warmup = o->warmup;
@@ -193,7 +200,9 @@ int bc_env_open(bc_env *e, const bc_opts *o, const char *profile, size_t pool_by
     fv_context_desc cd = {.backend = FV_BACKEND_CUDA,
                           .device_pool_bytes = pool_bytes,
                           .workspace_limit_bytes = o->ws_limit,
-                          .profile_path = profile};
+                          .profile_path = profile,
+                          .log = o->candidates ? log_candidates : NULL,
+                          .log_level = o->candidates ? FV_LOG_DEBUG : FV_LOG_ERROR};
     fv_status s = fv_context_create(&cd, &e->ctx);
     if (s == FV_ERR_NO_DEVICE) {
         fprintf(stderr, "fovea-bench: this benchmark needs a GPU: %s\n", fv_last_error());

@@ -50,6 +50,8 @@ int bc_parse_opts(int argc, char **argv, bc_opts *o, int tables) {
             o->profile = v, i++;
         else if (!tables && !strcmp(a, "--sms") && v)
             o->sms = v, i++;
+        else if (!tables && !strcmp(a, "--candidates"))
+            o->candidates = 1;
         else if (!tables && !strcmp(a, "--profile-only"))
             o->profile_only = 1;
         else if (!tables && !strcmp(a, "--profile-repeats"))

@@ -327,7 +327,8 @@ static const bench_cmd cmds[] = {
      "      [--profile PATH [--profile-only] [--profile-repeats N]] (write PATH, then create\n"
      "      each op from it N times (5), timing its first and 100th forward; medians)\n"
      "      [--sms 8,16] (then the autotuned op made on CUDA green contexts of that many SMs,\n"
-     "      beside the full GPU, with Orin estimates; JSON: slices)"},
+     "      beside the full GPU, with Orin estimates; JSON: slices)\n"
+     "      [--candidates] (autotune's median time for each candidate engine, on stderr)"},
     {"conv-tables", bench_cmd_conv_tables,
      "GPU: FP32 NCHW vs NHWC, every legacy algorithm (128x128x128->128 3x3, 11x11),\n"
      "      channel padding 3 vs 8, channel folding 2048x2048x8 vs 1024x1024x32\n"

@@ -314,6 +314,12 @@ static void write_text(const char *path, const char *text) {
     assert_int_equal(fclose(f), 0);
 }
 
+/* Cases the two-rows-a-warp kernels also run into an output slice (K a
+ * multiple of 8, as slices of FP16 outputs need). */
+static int two_rows_slice_case(const conv_case *cc) {
+    return cc->c == 8 && cc->k <= 32 && cc->k % 8 == 0;
+}
+
 /* Block geometries of the direct kernel (4, 8, 16 rows a block; a block a
  * tile or persistent) through profile entries naming them: the profile's
  * "direct" lines load and run. On 4 channels a pixel (in pairs, stride 2),
@@ -333,9 +339,16 @@ static void direct_kernel_variants_from_profile(void **state) {
         {1, 45, 70, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
         {1, 30, 50, 16, 64, 5, 5, 1, 2, 1, 1, FV_ACT_SIGMOID, 0, 1, FV_CONV2D_DIRECT},
         {1, 30, 50, 8, 16, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 0, FV_CONV2D_DIRECT},
+        /* K 12 stored as 16: sigmoid's padding lanes must come out 0 */
+        {2, 37, 61, 8, 12, 5, 5, 1, 2, 1, 1, FV_ACT_SIGMOID, 0, 1, FV_CONV2D_DIRECT},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         assert_true(run_case(&cases[i], 1) <= 2e-3);
+        if (!two_rows_slice_case(&cases[i])) continue;
+        g_slice = 1; /* an op into a channel slice has its own profile entry */
+        assert_true(run_case(&cases[i], 1) <= 2e-3);
+        g_slice = 0;
+    }
     FV_ASSERT_OK(fv_context_profile_save(gpu, path));
     size_t len = 0;
     char *text = read_text(path, &len);
@@ -343,10 +356,18 @@ static void direct_kernel_variants_from_profile(void **state) {
     assert_non_null(edited);
     /* engine numbers: rows a block, + 100 when persistent, + 200 with two
      * rows a warp (the 8-channel cases alone: 3x3 and 5x5, K <= 32) */
-    const char *rows[] = {"16", "4", "108", "116", "216", "208", "204"};
-    const char *names[] = {"-16rows",    "-4rows",    "-8rows-persistent", "-16rows-persistent",
-                           "-16rows-2w", "-8rows-2w", "-4rows-2w"};
-    for (int v = 0; v < 7; v++) {
+    const char *rows[] = {"16", "4", "108", "116", "216", "208", "204", "316", "308", "304"};
+    const char *names[] = {"-16rows",
+                           "-4rows",
+                           "-8rows-persistent",
+                           "-16rows-persistent",
+                           "-16rows-2w",
+                           "-8rows-2w",
+                           "-4rows-2w",
+                           "-16rows-persistent-2w",
+                           "-8rows-persistent-2w",
+                           "-4rows-persistent-2w"};
+    for (int v = 0; v < 10; v++) {
         /* every direct entry's engine becomes rows[v] */
         char *o = edited;
         for (const char *line = text; *line;) {
@@ -384,6 +405,15 @@ static void direct_kernel_variants_from_profile(void **state) {
             assert_non_null(strstr(last_info.engine, want));
             assert_non_null(strstr(last_info.choice, "profile"));
             if (!(e <= 2e-3)) fail_msg("engine %s, case %zu: error %.3e", rows[v], i, e);
+            if (v < 4 || !two_rows_slice_case(&cases[i])) continue;
+            /* two rows a warp store from registers: into a channel slice too
+             * (a wider pixel stride; the other channels must stay) */
+            g_slice = 1;
+            e = run_case(&cc, 1);
+            g_slice = 0;
+            assert_non_null(strstr(last_info.engine, want));
+            assert_non_null(strstr(last_info.choice, "profile"));
+            if (!(e <= 2e-3)) fail_msg("engine %s, case %zu, slice: error %.3e", rows[v], i, e);
         }
         gpu = saved;
         fv_context_destroy(ctx2);

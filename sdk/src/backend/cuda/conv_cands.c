@@ -129,8 +129,8 @@ static void legacy_fused_candidates(fv_conv2d *op, const fv__conv_legacy *l, int
 }
 
 /* The direct kernel's geometry for form f: variant = th rows per block, + 100
- * when persistent, + 200 with two rows a warp (the engine number profiles
- * store). */
+ * when persistent, + 200 with two rows a warp (both: + 300; the engine
+ * number profiles store). */
 static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form *f, int variant) {
     const fv_conv2d_desc *d = &op->desc;
     return (fv__conv_direct_geom){.n = d->n,
@@ -151,8 +151,8 @@ static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form
                                   .ph = d->pad_h,
                                   .pw = d->pad_w,
                                   .th = variant % 100,
-                                  .persistent = variant / 100 == 1,
-                                  .two = variant / 100 == 2};
+                                  .persistent = variant / 100 % 2,
+                                  .two = variant / 100 >= 2};
 }
 
 /* A direct-kernel candidate of form f, variant as in direct_geom; 0 (why
@@ -160,7 +160,7 @@ static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form
 static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, fv__conv_cand *c,
                             char *why, size_t why_n) {
     memset(c, 0, sizeof *c);
-    if (variant < 0 || variant > 299) {
+    if (variant < 0 || variant > 399) {
         snprintf(why, why_n, "variant %d", variant);
         return 0;
     }
@@ -182,36 +182,37 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, 
     c->choice.path = FV__PATH_DIRECT;
     c->choice.cdecl_ = f->cd;
     c->choice.engine = variant;
-    snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows%s", th,
-             c->dg.persistent ? "-persistent"
-             : c->dg.two      ? "-2w"
-                              : "");
-    snprintf(c->how, sizeof c->how, "fovea direct kernel, %d rows a block%s, %zu B shared", th,
-             c->dg.persistent ? ", persistent"
-             : c->dg.two      ? ", two rows a warp"
-                              : "",
-             smem);
+    snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows%s%s", th,
+             c->dg.persistent ? "-persistent" : "", c->dg.two ? "-2w" : "");
+    snprintf(c->how, sizeof c->how, "fovea direct kernel, %d rows a block%s%s, %zu B shared", th,
+             c->dg.persistent ? ", persistent" : "", c->dg.two ? ", two rows a warp" : "", smem);
     return 1;
 }
 
-/* Direct candidates of form f (16, 8 and 4 rows a block, a block a tile
- * or persistent; then 16 and 8 rows with two rows a warp where the kernel
- * has them; the first only when first_only) into out[*n..]. Returns
- * how many were offered. The likely fastest first (H100): persistent for
- * outputs up to 600k pixels (a few waves of blocks), 16 rows for windows of
- * 25 taps or more, else 8. */
+/* Direct candidates of form f into out[*n..] (the first only when
+ * first_only); returns how many were offered. The likely fastest first
+ * (H100): where the kernel has them (8 channels read, 3x3 or 5x5, stride 1,
+ * K <= 32), persistent blocks of 16 rows, two a warp (316: on
+ * 1920x1080x8->32 5x5 0.095 ms against 0.128 for the next choice, on
+ * 2048x2048x8->8 3x3 0.068 against 0.094); then 16, 8 and 4 rows a block,
+ * a block a tile or persistent: persistent first for outputs up to 600k
+ * pixels (a few waves of blocks), 16 rows first for windows of 25 taps or
+ * more, else 8; then the other two-rows-a-warp variants. */
 int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
                                fv__conv_cand *out, int *n, int max, char *why, size_t why_n) {
-    static const int big[] = {16, 8, 4}, small[] = {8, 4, 16};
+    static const int big[] = {16, 8, 4}, small[] = {8, 4, 16}, two[] = {316, 216, 208, 308};
     const fv_conv2d_desc *d = &op->desc;
     const int *ths = d->r * d->s >= 25 ? big : small;
     int first_persistent = (long)d->n * op->p * op->q <= 600000;
     int offered = 0;
-    for (int i = 0; i < 8 && *n < max; i++) {
-        int variant = i < 6 ? ths[i % 3] + (first_persistent ^ (i >= 3)) * 100 : 216 - (i - 6) * 8;
+    for (int i = 0; i < 10 && *n < max; i++) {
+        /* i 0: 316; 1-6: one row a warp; 7-9: the other two-rows variants */
+        const int one = i >= 1 && i <= 6;
+        int variant =
+            one ? ths[(i - 1) % 3] + (first_persistent ^ (i >= 4)) * 100 : two[i ? i - 6 : 0];
         char why2[160]; /* two rows a warp fits few ops: its refusal is not the reason */
-        if (!direct_candidate(op, f, variant, &out[*n], i < 6 ? why : why2,
-                              i < 6 ? why_n : sizeof why2))
+        if (!direct_candidate(op, f, variant, &out[*n], one ? why : why2,
+                              one ? why_n : sizeof why2))
             continue;
         (*n)++;
         offered++;
@@ -339,7 +340,7 @@ fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
         if (forms[i].cd != e->cdecl_ || !forms[i].kr != (e->path != FV__PATH_DIRECT)) continue;
         if (e->path == FV__PATH_DIRECT) {
             char why[160];
-            if (e->engine > 299 ||
+            if (e->engine > 399 ||
                 !direct_candidate(op, &forms[i], (int)e->engine, out, why, sizeof why))
                 continue;
             out->choice = *e;

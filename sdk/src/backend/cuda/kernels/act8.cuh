@@ -1,6 +1,6 @@
-/* The fused epilogue of fovea's convolution kernels: 8 FP32 sums of one
- * pixel's channels ch0..ch0+7 -> + bias, activation, FP16, as one 16-byte
- * vector; channels >= k (the padding lanes) come out 0. Device code only. */
+/* The fused epilogue of fovea's convolution kernels: FP32 sums of a
+ * pixel's channels (two, act2, or 8, act8) -> + bias, activation, FP16; channels >= k (the padding
+ * lanes) come out 0. Device code only. */
 #ifndef FOVEA_KERNELS_ACT8_CUH
 #define FOVEA_KERNELS_ACT8_CUH
 
@@ -23,7 +23,8 @@ __device__ __forceinline__ __half2 relu_pack(float lo, float hi) {
 #endif
 }
 
-/* b: the 8 FP32 biases of ch0.. (zeros without a bias). ACT: the
+/* Bias, activation and FP16 for two sums v0, v1 of channels ch, ch + 1 (b0,
+ * b1: their FP32 biases, zeros without a bias): the half2's bits. ACT: the
  * fv_activation, a compile-time constant (a switch per element cost ~25%
  * of the direct kernel's instructions). Channels >= k need no test but
  * for sigmoid: the padded weights and bias are zero, so their sums are 0 and
@@ -31,22 +32,25 @@ __device__ __forceinline__ __half2 relu_pack(float lo, float hi) {
  * low-channel direct conv ~5%), and ReLU rides on the conversion
  * (relu_pack): an instruction per output cost 512x512x8->32 3x3 5%. */
 template <int ACT>
+__device__ __forceinline__ unsigned act2(float v0, float v1, float b0, float b1, int ch, int k,
+                                         float alpha) {
+    float o0 = v0 + b0, o1 = v1 + b1;
+    if (ACT != FV_ACT_RELU) o0 = fv__act(ACT, alpha, o0), o1 = fv__act(ACT, alpha, o1);
+    if (ACT == FV_ACT_SIGMOID && ch >= k) o0 = 0.0f;
+    if (ACT == FV_ACT_SIGMOID && ch + 1 >= k) o1 = 0.0f;
+    const __half2 h = ACT == FV_ACT_RELU ? relu_pack(o0, o1) : __floats2half2_rn(o0, o1);
+    return *reinterpret_cast<const unsigned *>(&h);
+}
+
+/* The same for 8 channels ch0.. of one pixel (b: their 8 biases): one
+ * 16-byte vector. */
+template <int ACT>
 __device__ __forceinline__ uint4 act8(const float (&v)[8], const float (&b)[8], int ch0, int k,
                                       float alpha) {
-    float o[8];
-#pragma unroll
-    for (int c = 0; c < 8; c++) {
-        o[c] = v[c] + b[c];
-        if (ACT != FV_ACT_RELU) o[c] = fv__act(ACT, alpha, o[c]);
-        if (ACT == FV_ACT_SIGMOID && ch0 + c >= k) o[c] = 0.0f;
-    }
-    __align__(16) __half2 h[4];
-#pragma unroll
-    for (int c = 0; c < 4; c++) {
-        h[c] = ACT == FV_ACT_RELU ? relu_pack(o[2 * c], o[2 * c + 1])
-                                  : __floats2half2_rn(o[2 * c], o[2 * c + 1]);
-    }
-    return *reinterpret_cast<const uint4 *>(h);
+    return make_uint4(act2<ACT>(v[0], v[1], b[0], b[1], ch0, k, alpha),
+                      act2<ACT>(v[2], v[3], b[2], b[3], ch0 + 2, k, alpha),
+                      act2<ACT>(v[4], v[5], b[4], b[5], ch0 + 4, k, alpha),
+                      act2<ACT>(v[6], v[7], b[6], b[7], ch0 + 6, k, alpha));
 }
 
 /* The activation as a compile-time constant: with_act(act, f) calls

@@ -19,6 +19,10 @@ namespace {
  * below alternate which half of a row a lane takes first, which keeps them
  * conflict-free. */
 constexpr int STAGE_FLOATS = 2 * 32 * 8;
+/* Floats of a block's stages: none with two rows a warp (epilogue_two). */
+__host__ __device__ constexpr int stage_floats(int warps, bool two) {
+    return two ? 0 : warps * STAGE_FLOATS;
+}
 
 /* Kernels with compile-time geometry for the common layers (see fixed);
  * -DFV_CONV_DIRECT_NO_FIXED builds without them (A/B timing). */
@@ -133,17 +137,17 @@ __host__ __device__ constexpr int bias_floats(int kp) {
     return (kp + 31) / 32 * 32;
 }
 
-/* Shared memory: the weights, per warp two FP32 32 x 8 tiles of outputs, the
- * bias, the window (two buffers when persistent: the next tile's loads
- * while this one is computed). */
 /* Warps a block: a row each, or two rows each (two). */
 int warps_of(const fv__conv_direct_geom *g) {
     return g->two ? g->th / 2 : g->th;
 }
 
+/* Shared memory: the weights, per warp two FP32 32 x 8 tiles of outputs
+ * (not with two rows a warp), the bias, the window (two buffers when
+ * persistent: the next tile's loads while this one is computed). */
 size_t smem_of(const fv__conv_direct_geom *g) {
-    size_t common = (size_t)g->kp * g->r * g->kr * 2 + (size_t)warps_of(g) * STAGE_FLOATS * 4 +
-                    (size_t)bias_floats(g->kp) * 4;
+    size_t common = (size_t)g->kp * g->r * g->kr * 2 +
+                    (size_t)stage_floats(warps_of(g), g->two) * 4 + (size_t)bias_floats(g->kp) * 4;
     if (g->persistent) return common + (size_t)2 * window_halves(g) * 2;
     int rows, cols, stride;
     window_of(g, &rows, &cols, &stride);
@@ -321,56 +325,6 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
         stage, sbias, n, oy0 + warp, ox0);
 }
 
-/* Two output rows a warp (oy0 + 2 warp and the row below), wmma, fixed
- * geometry, stride 1: each weight fragment feeds both rows' MMAs, and each
- * input row's A fragment serves filter row r of the first output row and
- * r - 1 of the second: per 16-wide step R + 1 A loads and R x NF B loads
- * for 2 R x NF MMAs, where one row a warp takes R and R x NF for R x NF
- * (the kernel is bound by these shared-memory wavefronts; see fixed). The
- * steps go kc outer, r inner (one row a warp: r outer): the sums' order,
- * and so the last bits, differ from the other variants'. */
-template <int CM, int NF, int RT>
-__device__ __forceinline__ void compute_tile_two(const direct_args &a, const __half *sx,
-                                                 const __half *sw, float *stage, const float *sbias,
-                                                 int n, int oy0, int ox0) {
-    typedef fixed<CM, false, RT> F;
-    static_assert(F::on && !wide_pixels<CM, false>::on, "two rows a warp: fixed geometry, wmma");
-    const int warp = threadIdx.x >> 5;
-    wmma::fragment<wmma::accumulator, 32, 8, 16, float> acc0[NF], acc1[NF];
-#pragma unroll
-    for (int j = 0; j < NF; j++)
-        wmma::fill_fragment(acc0[j], 0.0f), wmma::fill_fragment(acc1[j], 0.0f);
-    const __half *arow = sx + (size_t)(2 * warp) * F::ROW_STRIDE; /* stride 1 */
-#pragma unroll
-    for (int kc = 0; kc < F::KR; kc += 16) {
-        wmma::fragment<wmma::matrix_a, 32, 8, 16, __half, wmma::row_major> fa[2];
-        wmma::load_matrix_sync(fa[0], arow + kc, CM);
-#pragma unroll
-        for (int r = 0; r < F::R; r++) {
-            /* fa[r % 2]: input row 2 warp + r; fa[(r + 1) % 2]: the row below */
-            wmma::load_matrix_sync(fa[(r + 1) % 2], arow + (size_t)(r + 1) * F::ROW_STRIDE + kc,
-                                   CM);
-            const __half *bp = sw + (size_t)r * NF * F::KR * 8;
-#pragma unroll
-            for (int j = 0; j < NF; j++) {
-                wmma::fragment<wmma::matrix_b, 32, 8, 16, __half, wmma::row_major> fb;
-                wmma::load_matrix_sync(fb, bp + ((size_t)j * F::KR + kc) * 8, 8);
-                wmma::mma_sync(acc0[j], fa[r % 2], fb, acc0[j]);
-                wmma::mma_sync(acc1[j], fa[(r + 1) % 2], fb, acc1[j]);
-            }
-        }
-    }
-    epilogue_act<NF>(
-        a,
-        [&](int j, float *dst) { wmma::store_matrix_sync(dst, acc0[j], 8, wmma::mem_row_major); },
-        stage, sbias, n, oy0 + 2 * warp, ox0);
-    __syncwarp(); /* the stage is reused */
-    epilogue_act<NF>(
-        a,
-        [&](int j, float *dst) { wmma::store_matrix_sync(dst, acc1[j], 8, wmma::mem_row_major); },
-        stage, sbias, n, oy0 + 2 * warp + 1, ox0);
-}
-
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
     return (unsigned)__cvta_generic_to_shared(p);
 }
@@ -480,6 +434,119 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
         stage, sbias, n, oy0 + warp, ox0);
 }
 
+/* The epilogue of two output rows (oy, oy + 1) from mma.sync C fragments
+ * acc[row][m][j]: lane l holds channels 8 j + 2 (l % 4), + 1 of pixels
+ * 16 m + l / 4 (elements 0, 1) and + 8 (2, 3). Bias, activation and FP16 in
+ * registers; then, for K of 16 or more, lanes l and l ^ 1 swap one word for
+ * each pair of tiles, so that each lane holds 4 contiguous channels
+ * (8 bytes) and a quad writes 32 contiguous bytes of a pixel: whole sectors,
+ * as the staged epilogue writes them. K of 8: each lane writes its 2
+ * channels, a quad the pixel's 16 bytes. */
+template <int NF>
+__device__ __forceinline__ void epilogue_two(const direct_args &a, const float (&acc)[2][2][NF][4],
+                                             const float *sbias, int n, int oy, int ox0) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    const bool odd = q & 1;
+    float2 b[NF];
+#pragma unroll
+    for (int j = 0; j < NF; j++)
+        b[j] = *reinterpret_cast<const float2 *>(sbias + 8 * j + 2 * q);
+    fv_k::with_act(a.act, [&](auto act) {
+        constexpr int ACT = decltype(act)::value;
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            if (oy + t >= a.p) return; /* whole warp */
+            __half *yrow = a.y + ((size_t)n * a.p + oy + t) * a.q * a.ys;
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int ox = ox0 + 16 * m + 8 * h + g;
+                    __half *yp = yrow + (size_t)ox * a.ys;
+                    unsigned w[NF];
+#pragma unroll
+                    for (int j = 0; j < NF; j++)
+                        w[j] = fv_k::act2<ACT>(acc[t][m][j][2 * h], acc[t][m][j][2 * h + 1], b[j].x,
+                                               b[j].y, 8 * j + 2 * q, a.k, a.alpha);
+                    if (NF == 1 && ox < a.q) *reinterpret_cast<unsigned *>(yp + 2 * q) = w[0];
+#pragma unroll
+                    for (int j = 0; j + 1 < NF; j += 2) {
+                        /* the even lane keeps tile j, the odd one tile j + 1 */
+                        const unsigned keep = odd ? w[j + 1] : w[j];
+                        const unsigned got = __shfl_xor_sync(0xffffffffu, odd ? w[j] : w[j + 1], 1);
+                        if (ox < a.q)
+                            *reinterpret_cast<uint2 *>(yp + 8 * (j + odd) + 4 * (q >> 1)) =
+                                odd ? make_uint2(got, keep) : make_uint2(keep, got);
+                    }
+                }
+        }
+    });
+}
+
+/* Two output rows a warp (oy0 + 2 warp and the row below), fixed geometry,
+ * stride 1, 8 channels read: each weight fragment feeds both rows' MMAs,
+ * and each input row's A fragments serve filter row r of the first output
+ * row and r - 1 of the second: per 16-wide step 2 (R + 1) A loads (ldmatrix
+ * x4) and R x NF / 2 B loads for 4 R x NF MMAs (m16n8k16), where one row a
+ * warp takes 2 R, R x NF / 2 and 2 R x NF. The steps go kc outer, r inner
+ * (one row a warp: r outer): the sums' order, and so the last bits, differ
+ * from the other variants'. mma.sync's C fragment has a defined layout, so
+ * the epilogue goes from registers (epilogue_two), without the FP32
+ * shared-memory stage of the others. */
+template <int CM, int NF, int RT>
+__device__ __forceinline__ void compute_tile_two(const direct_args &a, const __half *sx,
+                                                 const __half *sw, const float *sbias, int n,
+                                                 int oy0, int ox0) {
+    typedef fixed<CM, false, RT> F;
+    static_assert(F::on && !wide_pixels<CM, false>::on && (NF == 1 || NF % 2 == 0),
+                  "two rows a warp: fixed geometry, 8 channels, K of 8 or a multiple of 16");
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float acc[2][2][NF][4]; /* [output row][pixels 0-15, 16-31][8-channel tile][C fragment] */
+#pragma unroll
+    for (int t = 0; t < 2; t++)
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+#pragma unroll
+            for (int j = 0; j < NF; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    acc[t][m][j][e] = 0.0f;
+    /* ldmatrix: lane l points at pixel l % 16, halves + 8 (l / 16): the next tap */
+    const __half *arow =
+        sx + (size_t)(2 * warp) * F::ROW_STRIDE + (lane & 15) * CM + (lane >> 4) * 8;
+    const __half *brow = sw + ((size_t)(lane >> 4) * F::KR + (lane & 15)) * 8;
+#pragma unroll
+    for (int kc = 0; kc < F::KR; kc += 16) {
+        unsigned fa[2][2][4]; /* [input row parity][pixels 0-15, 16-31] */
+        ldsm_x4(fa[0][0], arow + kc);
+        ldsm_x4(fa[0][1], arow + kc + 16 * CM);
+#pragma unroll
+        for (int r = 0; r < F::R; r++) {
+            /* fa[r % 2]: input row 2 warp + r; fa[(r + 1) % 2]: the row below */
+            const __half *ap = arow + (size_t)(r + 1) * F::ROW_STRIDE + kc;
+            ldsm_x4(fa[(r + 1) % 2][0], ap);
+            ldsm_x4(fa[(r + 1) % 2][1], ap + 16 * CM);
+            const __half *bp = brow + ((size_t)r * NF * F::KR + kc) * 8;
+#pragma unroll
+            for (int j = 0; j < NF; j += 2) {
+                unsigned b[4];
+                if (j + 1 < NF)
+                    ldsm_x4_t(b, bp + (size_t)j * F::KR * 8);
+                else /* lanes 16-31's addresses are not read */
+                    ldsm_x2_t(b[0], b[1], bp + ((size_t)j - (lane >> 4)) * F::KR * 8);
+#pragma unroll
+                for (int h = 0; h < 2 && j + h < NF; h++)
+#pragma unroll
+                    for (int m = 0; m < 2; m++) {
+                        mma16816(acc[0][m][j + h], fa[r % 2][m], b[2 * h], b[2 * h + 1]);
+                        mma16816(acc[1][m][j + h], fa[(r + 1) % 2][m], b[2 * h], b[2 * h + 1]);
+                    }
+            }
+        }
+    }
+    epilogue_two<NF>(a, acc, sbias, n, oy0 + 2 * warp, ox0);
+}
+
 template <int CM, int NF, bool PAIR, int RT>
 __device__ __forceinline__ void compute_tile(const direct_args &a, const __half *sx,
                                              const __half *sw, float *stage, const float *sbias,
@@ -519,7 +586,7 @@ template <int CM, int NF, int RT> struct tile_of<CM, NF, false, RT, true> {
     static __device__ __forceinline__ void run(const direct_args &a, const __half *sx,
                                                const __half *sw, float *stage, const float *sbias,
                                                int n, int oy0, int ox0) {
-        compute_tile_two<CM, NF, RT>(a, sx, sw, stage, sbias, n, oy0, ox0);
+        compute_tile_two<CM, NF, RT>(a, sx, sw, sbias, n, oy0, ox0);
     }
 };
 
@@ -530,7 +597,7 @@ __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
     __half *sx = reinterpret_cast<__half *>(smem);
     __half *sw = sx + (size_t)a.rows_in * a.row_stride;
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
-    float *sbias = stage + (blockDim.x >> 5) * STAGE_FLOATS;
+    float *sbias = stage + stage_floats(blockDim.x >> 5, TWO);
     const int n = blockIdx.z, ox0 = blockIdx.x * 32,
               oy0 = blockIdx.y * (blockDim.x >> 5) * (TWO ? 2 : 1);
     load_weights<NF>(a, sw, sbias);
@@ -545,22 +612,22 @@ __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
  * then walks tiles (th output rows x 32 columns) gridDim.x apart, loading
  * the next tile's window (asynchronously on SM 8.0+) while it computes this
  * one. Shared memory: weights, stage, bias (128-byte units), two windows. */
-template <int CM, int NF, bool PAIR>
-__global__ void __launch_bounds__(512) direct_kernel_persistent(direct_args a) {
+template <int CM, int NF, bool PAIR, int RT = 0, bool TWO = false>
+__global__ void __launch_bounds__(TWO ? 256 : 512) direct_kernel_persistent(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
-    const int nwarps = blockDim.x >> 5;
+    const int nwarps = blockDim.x >> 5, rows = nwarps * (TWO ? 2 : 1); /* output rows a tile */
     __half *sw = reinterpret_cast<__half *>(smem);
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
-    float *sbias = stage + nwarps * STAGE_FLOATS;
+    float *sbias = stage + stage_floats(nwarps, TWO);
     __half *win0 = reinterpret_cast<__half *>(sbias + bias_floats(NF * 8)),
            *win1 = win0 + a.win_halves;
-    const int tiles_x = (a.q + 31) / 32, tiles_y = (a.p + nwarps - 1) / nwarps;
+    const int tiles_x = (a.q + 31) / 32, tiles_y = (a.p + rows - 1) / rows;
     const int total = tiles_x * tiles_y * a.n;
     load_weights<NF>(a, sw, sbias);
     int t = blockIdx.x;
     if (t < total) {
         const int tx = t % tiles_x, rest = t / tiles_x;
-        load_window<CM, PAIR>(a, win0, rest / tiles_y, (rest % tiles_y) * nwarps, tx * 32, true);
+        load_window<CM, PAIR>(a, win0, rest / tiles_y, (rest % tiles_y) * rows, tx * 32, true);
     }
     copy_commit();
     for (int i = 0; t < total; t += gridDim.x, i++) {
@@ -568,15 +635,14 @@ __global__ void __launch_bounds__(512) direct_kernel_persistent(direct_args a) {
         const int tn = t + gridDim.x;
         if (tn < total) {
             const int tx = tn % tiles_x, rest = tn / tiles_x;
-            load_window<CM, PAIR>(a, next, rest / tiles_y, (rest % tiles_y) * nwarps, tx * 32,
-                                  true);
+            load_window<CM, PAIR>(a, next, rest / tiles_y, (rest % tiles_y) * rows, tx * 32, true);
         }
         copy_commit();
         fv_k::copy_wait<1>(); /* this tile's window has landed */
         __syncthreads();
         const int tx = t % tiles_x, rest = t / tiles_x;
-        compute_tile<CM, NF, PAIR, 0>(a, cur, sw, stage, sbias, rest / tiles_y,
-                                      (rest % tiles_y) * nwarps, tx * 32);
+        tile_of<CM, NF, PAIR, RT, TWO>::run(a, cur, sw, stage, sbias, rest / tiles_y,
+                                            (rest % tiles_y) * rows, tx * 32);
         __syncthreads(); /* everyone is done with cur before it is refilled */
     }
     fv_k::copy_wait<0>(); /* a block without a tile: its weights' copies */
@@ -584,17 +650,22 @@ __global__ void __launch_bounds__(512) direct_kernel_persistent(direct_args a) {
 
 typedef void (*kernel_fn)(direct_args);
 
-/* The two-rows-a-warp kernels (cm 8, fixed geometry), made for K of 8, 16
- * and 32 only (OK; with 64 their accumulators spill: 1.5-3 KB, sm_90). */
+/* The two-rows-a-warp kernels (cm 8, fixed geometry; a block a tile or
+ * persistent), made for K of 8, 16 and 32 only (OK; with 64 their
+ * accumulators spill: 1.5-3 KB, sm_90). */
 template <int NF, bool OK> struct two_kernel {
-    static kernel_fn of(int rt) {
+    static kernel_fn of(int rt, int persistent) {
+        if (persistent)
+            return rt == 3   ? direct_kernel_persistent<8, NF, false, 3, true>
+                   : rt == 5 ? direct_kernel_persistent<8, NF, false, 5, true>
+                             : nullptr;
         return rt == 3   ? direct_kernel<8, NF, false, 3, true>
                : rt == 5 ? direct_kernel<8, NF, false, 5, true>
                          : nullptr;
     }
 };
 template <int NF> struct two_kernel<NF, false> {
-    static kernel_fn of(int) {
+    static kernel_fn of(int, int) {
         return nullptr;
     }
 };
@@ -602,10 +673,10 @@ template <int NF> struct two_kernel<NF, false> {
 /* rt: the filter's rows where the kernel knows its geometry (fixed), else 0;
  * two: two output rows a warp */
 template <int CM, int NF, bool PAIR> kernel_fn kernel_of(int persistent, int rt, int two) {
-    if (persistent) return direct_kernel_persistent<CM, NF, PAIR>;
     /* two rows a warp: fv__conv_direct_check lets it through only where it fits */
     constexpr bool two_ok = CM == 8 && !PAIR && (NF == 1 || NF == 2 || NF == 4);
-    if (two) return two_kernel<NF, two_ok>::of(rt);
+    if (two) return two_kernel<NF, two_ok>::of(rt, persistent);
+    if (persistent) return direct_kernel_persistent<CM, NF, PAIR>;
     /* K of 8, 16, 32 and 64 (the common layers; each kernel costs build time) */
     if (FIXED_KERNELS && !PAIR && CM >= 8 && (NF == 1 || NF == 2 || NF == 4 || NF == 8)) {
         if (rt == 3) return direct_kernel<CM, NF, PAIR, 3>;
@@ -639,10 +710,10 @@ template <int CM, bool PAIR = false> kernel_fn pick_nf(int nf, int persistent, i
 
 /* The filter rows of g where a fixed-geometry kernel runs it (stride 1
  * along rows, R = S = 3 or 5, cm 8, 16 or 32, K stored as 8, 16, 32 or 64,
- * a block a tile), else 0. */
+ * a block a tile; persistent: two rows a warp only), else 0. */
 int fixed_rows(const fv__conv_direct_geom *g) {
     const int nf = g->kp / 8;
-    if (g->persistent || g->pair || g->cm < 8 || g->sw != 1 || g->r != g->s ||
+    if ((g->persistent && !g->two) || g->pair || g->cm < 8 || g->sw != 1 || g->r != g->s ||
         !(nf == 1 || nf == 2 || nf == 4 || nf == 8))
         return 0;
     return g->r == 3 || g->r == 5 ? g->r : 0;
@@ -668,7 +739,7 @@ kernel_fn pick(const fv__conv_direct_geom *g) {
 /* A fixed kernel's compile-time geometry against g's (window_of, kr). */
 bool fixed_matches(const fv__conv_direct_geom *g, int row_stride) {
     const int rt = fixed_rows(g);
-    return !FIXED_KERNELS || rt == 0 ||
+    return (!FIXED_KERNELS && !g->two) || rt == 0 ||
            (fixed_stride(g->cm, false, rt) == row_stride && fixed_kr(g->cm, rt) == g->kr);
 }
 
@@ -700,10 +771,9 @@ extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t
         return 0;
     }
     g->kr = g->pair ? 16 * (g->s / 2 > 1 ? g->s / 2 : 1) : (g->s * g->cm + 15) / 16 * 16;
-    if (g->two && (g->persistent || g->cm != 8 || g->sh != 1 || fixed_rows(g) == 0 || g->kp > 32)) {
+    if (g->two && (g->cm != 8 || g->sh != 1 || fixed_rows(g) == 0 || g->kp > 32)) {
         snprintf(why, why_n,
-                 "two rows a warp: 8 channels read, stride 1, 3x3 or 5x5, K 8, 16 or 32, "
-                 "a block a tile");
+                 "two rows a warp: 8 channels read, stride 1, 3x3 or 5x5, K 8, 16 or 32");
         return 0;
     }
     size_t need = smem_of(g);

@@ -57,7 +57,7 @@ typedef struct fv__conv_direct_geom {
                        (small images); 0: a block a tile (large ones) */
     int two;        /* 1: two output rows a warp (th / 2 warps a block): each weight
                        fragment and input row feeds both (8 channels read, stride 1,
-                       3x3 or 5x5, K 8, 16 or 32, a block a tile) */
+                       3x3 or 5x5, K 8, 16 or 32; a block a tile or persistent) */
     int grid;       /* blocks (set by fv__conv_direct_prepare) */
 } fv__conv_direct_geom;
 
