@@ -381,14 +381,7 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int R = F::on ? RT : a.r, KR = F::on ? F::KR : a.kr;
     const int stride = F::on ? F::ROW_STRIDE : a.row_stride;
-    float acc[2][NF][4];
-#pragma unroll
-    for (int m = 0; m < 2; m++)
-#pragma unroll
-        for (int j = 0; j < NF; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                acc[m][j][e] = 0.0f;
+    float acc[2][NF][4] = {};                /* [pixels 0-15, 16-31][8-channel tile][C fragment] */
     const int pix = (F::on ? 1 : a.sw) * PX; /* halves between neighbouring output pixels */
     const __half *arow = sx + (size_t)warp * a.sh * stride + (lane & 15) * pix + (lane >> 4) * 8;
     const __half *brow = sw + ((size_t)(lane >> 4) * KR + (lane & 15)) * 8;
@@ -501,16 +494,7 @@ __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __h
     static_assert(F::on && !wide_pixels<CM, false>::on && (NF == 1 || NF % 2 == 0),
                   "two rows a warp: fixed geometry, 8 channels, K of 8 or a multiple of 16");
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    float acc[2][2][NF][4]; /* [output row][pixels 0-15, 16-31][8-channel tile][C fragment] */
-#pragma unroll
-    for (int t = 0; t < 2; t++)
-#pragma unroll
-        for (int m = 0; m < 2; m++)
-#pragma unroll
-            for (int j = 0; j < NF; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    acc[t][m][j][e] = 0.0f;
+    float acc[2][2][NF][4] = {}; /* [output row][pixels 0-15, 16-31][tile][C fragment] */
     /* ldmatrix: lane l points at pixel l % 16, halves + 8 (l / 16): the next tap */
     const __half *arow =
         sx + (size_t)(2 * warp) * F::ROW_STRIDE + (lane & 15) * CM + (lane >> 4) * 8;
