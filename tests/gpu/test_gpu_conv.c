@@ -321,7 +321,8 @@ static int two_rows_slice_case(const conv_case *cc) {
 }
 
 /* Block geometries of the direct kernel (4, 8, 16 rows a block; a block a
- * tile or persistent) through profile entries naming them: the profile's
+ * tile or persistent; one or two rows a warp) through profile entries
+ * naming them: the profile's
  * "direct" lines load and run. On 4 channels a pixel (in pairs, stride 2),
  * 8, and the wide pixels of 16 and 32. */
 static void direct_kernel_variants_from_profile(void **state) {
