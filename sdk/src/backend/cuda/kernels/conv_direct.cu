@@ -19,9 +19,10 @@ namespace {
  * below alternate which half of a row a lane takes first, which keeps them
  * conflict-free. */
 constexpr int STAGE_FLOATS = 2 * 32 * 8;
-/* Floats of a block's stages: none with two rows a warp (epilogue_two). */
-__host__ __device__ constexpr int stage_floats(int warps, bool two) {
-    return two ? 0 : warps * STAGE_FLOATS;
+/* Floats of a block's stages: none where the epilogue goes from registers
+ * (epilogue_regs: two rows a warp, wide pixels). */
+__host__ __device__ constexpr int stage_floats(int warps, bool regs) {
+    return regs ? 0 : warps * STAGE_FLOATS;
 }
 
 /* Kernels with compile-time geometry for the common layers (see fixed);
@@ -143,11 +144,12 @@ int warps_of(const fv__conv_direct_geom *g) {
 }
 
 /* Shared memory: the weights, per warp two FP32 32 x 8 tiles of outputs
- * (not with two rows a warp), the bias, the window (two buffers when
+ * (not with two rows a warp or wide pixels), the bias, the window (two buffers when
  * persistent: the next tile's loads while this one is computed). */
 size_t smem_of(const fv__conv_direct_geom *g) {
     size_t common = (size_t)g->kp * g->r * g->kr * 2 +
-                    (size_t)stage_floats(warps_of(g), g->two) * 4 + (size_t)bias_floats(g->kp) * 4;
+                    (size_t)stage_floats(warps_of(g), g->two || wide(g->cm, g->pair != 0)) * 4 +
+                    (size_t)bias_floats(g->kp) * 4;
     if (g->persistent) return common + (size_t)2 * window_halves(g) * 2;
     int rows, cols, stride;
     window_of(g, &rows, &cols, &stride);
@@ -368,6 +370,56 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], 
 #endif
 }
 
+/* The epilogue of T output rows (oy..oy + T - 1) from mma.sync C fragments
+ * acc[row][m][j]: lane l holds channels 8 j + 2 (l % 4), + 1 of pixels
+ * 16 m + l / 4 (elements 0, 1) and + 8 (2, 3). Bias, activation and FP16 in
+ * registers; then lanes l and l ^ 1 swap one word for each pair of tiles,
+ * so that each lane holds 4 contiguous channels (8 bytes) and a quad
+ * writes 32 contiguous bytes of a pixel: whole sectors, as the staged
+ * epilogue writes them. A last odd tile (K of 8, 24, ...): each lane
+ * writes its 2 channels, a quad the tile's 16 bytes of the pixel. */
+template <int NF, int T>
+__device__ __forceinline__ void epilogue_regs(const direct_args &a, const float (&acc)[T][2][NF][4],
+                                              const float *sbias, int n, int oy, int ox0) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    const bool odd = q & 1;
+    float2 b[NF];
+#pragma unroll
+    for (int j = 0; j < NF; j++)
+        b[j] = *reinterpret_cast<const float2 *>(sbias + 8 * j + 2 * q);
+    fv_k::with_act(a.act, [&](auto act) {
+        constexpr int ACT = decltype(act)::value;
+#pragma unroll
+        for (int t = 0; t < T; t++) {
+            if (oy + t >= a.p) return; /* whole warp */
+            __half *yrow = a.y + ((size_t)n * a.p + oy + t) * a.q * a.ys;
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int ox = ox0 + 16 * m + 8 * h + g;
+                    __half *yp = yrow + (size_t)ox * a.ys;
+                    unsigned w[NF];
+#pragma unroll
+                    for (int j = 0; j < NF; j++)
+                        w[j] = fv_k::act2<ACT>(acc[t][m][j][2 * h], acc[t][m][j][2 * h + 1], b[j].x,
+                                               b[j].y, 8 * j + 2 * q, a.k, a.alpha);
+#pragma unroll
+                    for (int j = 0; j + 1 < NF; j += 2) {
+                        /* the even lane keeps tile j, the odd one tile j + 1 */
+                        const unsigned keep = odd ? w[j + 1] : w[j];
+                        const unsigned got = __shfl_xor_sync(0xffffffffu, odd ? w[j] : w[j + 1], 1);
+                        if (ox < a.q)
+                            *reinterpret_cast<uint2 *>(yp + 8 * (j + odd) + 4 * (q >> 1)) =
+                                odd ? make_uint2(got, keep) : make_uint2(keep, got);
+                    }
+                    if (NF % 2 && ox < a.q)
+                        *reinterpret_cast<unsigned *>(yp + 8 * (NF - 1) + 2 * q) = w[NF - 1];
+                }
+        }
+    });
+}
+
 /* One tile, wide pixels: for each filter row and 16-channel step of a tap,
  * the warp's 32 output pixels as two m16 A tiles (ldmatrix: lane l points
  * at pixel l % 16, channels + 8 * (l / 16)) times NF 16 x 8 weight tiles
@@ -381,7 +433,8 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int R = F::on ? RT : a.r, KR = F::on ? F::KR : a.kr;
     const int stride = F::on ? F::ROW_STRIDE : a.row_stride;
-    float acc[2][NF][4] = {};                /* [pixels 0-15, 16-31][8-channel tile][C fragment] */
+    float accs[1][2][NF][4] = {}; /* one output row, in epilogue_regs' layout */
+    float(&acc)[2][NF][4] = accs[0];
     const int pix = (F::on ? 1 : a.sw) * PX; /* halves between neighbouring output pixels */
     const __half *arow = sx + (size_t)warp * a.sh * stride + (lane & 15) * pix + (lane >> 4) * 8;
     const __half *brow = sw + ((size_t)(lane >> 4) * KR + (lane & 15)) * 8;
@@ -411,69 +464,7 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
             }
         }
     });
-    /* mma's C fragment: rows lane / 4 and + 8, columns 2 * (lane % 4), + 1 */
-    const int row = lane >> 2, col = (lane & 3) * 2;
-    epilogue_act<NF>(
-        a,
-        [&](int j, float *dst) {
-#pragma unroll
-            for (int m = 0; m < 2; m++) {
-                *reinterpret_cast<float2 *>(dst + (m * 16 + row) * 8 + col) =
-                    make_float2(acc[m][j][0], acc[m][j][1]);
-                *reinterpret_cast<float2 *>(dst + (m * 16 + row + 8) * 8 + col) =
-                    make_float2(acc[m][j][2], acc[m][j][3]);
-            }
-        },
-        stage, sbias, n, oy0 + warp, ox0);
-}
-
-/* The epilogue of two output rows (oy, oy + 1) from mma.sync C fragments
- * acc[row][m][j]: lane l holds channels 8 j + 2 (l % 4), + 1 of pixels
- * 16 m + l / 4 (elements 0, 1) and + 8 (2, 3). Bias, activation and FP16 in
- * registers; then, for K of 16 or more, lanes l and l ^ 1 swap one word for
- * each pair of tiles, so that each lane holds 4 contiguous channels
- * (8 bytes) and a quad writes 32 contiguous bytes of a pixel: whole sectors,
- * as the staged epilogue writes them. K of 8: each lane writes its 2
- * channels, a quad the pixel's 16 bytes. */
-template <int NF>
-__device__ __forceinline__ void epilogue_two(const direct_args &a, const float (&acc)[2][2][NF][4],
-                                             const float *sbias, int n, int oy, int ox0) {
-    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-    const bool odd = q & 1;
-    float2 b[NF];
-#pragma unroll
-    for (int j = 0; j < NF; j++)
-        b[j] = *reinterpret_cast<const float2 *>(sbias + 8 * j + 2 * q);
-    fv_k::with_act(a.act, [&](auto act) {
-        constexpr int ACT = decltype(act)::value;
-#pragma unroll
-        for (int t = 0; t < 2; t++) {
-            if (oy + t >= a.p) return; /* whole warp */
-            __half *yrow = a.y + ((size_t)n * a.p + oy + t) * a.q * a.ys;
-#pragma unroll
-            for (int m = 0; m < 2; m++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int ox = ox0 + 16 * m + 8 * h + g;
-                    __half *yp = yrow + (size_t)ox * a.ys;
-                    unsigned w[NF];
-#pragma unroll
-                    for (int j = 0; j < NF; j++)
-                        w[j] = fv_k::act2<ACT>(acc[t][m][j][2 * h], acc[t][m][j][2 * h + 1], b[j].x,
-                                               b[j].y, 8 * j + 2 * q, a.k, a.alpha);
-                    if (NF == 1 && ox < a.q) *reinterpret_cast<unsigned *>(yp + 2 * q) = w[0];
-#pragma unroll
-                    for (int j = 0; j + 1 < NF; j += 2) {
-                        /* the even lane keeps tile j, the odd one tile j + 1 */
-                        const unsigned keep = odd ? w[j + 1] : w[j];
-                        const unsigned got = __shfl_xor_sync(0xffffffffu, odd ? w[j] : w[j + 1], 1);
-                        if (ox < a.q)
-                            *reinterpret_cast<uint2 *>(yp + 8 * (j + odd) + 4 * (q >> 1)) =
-                                odd ? make_uint2(got, keep) : make_uint2(keep, got);
-                    }
-                }
-        }
-    });
+    epilogue_regs<NF, 1>(a, accs, sbias, n, oy0 + warp, ox0);
 }
 
 /* Two output rows a warp (oy0 + 2 warp and the row below), fixed geometry,
@@ -484,7 +475,7 @@ __device__ __forceinline__ void epilogue_two(const direct_args &a, const float (
  * warp takes 2 R, R x NF / 2 and 2 R x NF. The steps go kc outer, r inner
  * (one row a warp: r outer): the sums' order, and so the last bits, differ
  * from the other variants'. mma.sync's C fragment has a defined layout, so
- * the epilogue goes from registers (epilogue_two), without the FP32
+ * the epilogue goes from registers (epilogue_regs), without the FP32
  * shared-memory stage of the others. */
 template <int CM, int NF, int RT>
 __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __half *sx,
@@ -528,7 +519,7 @@ __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __h
             }
         }
     }
-    epilogue_two<NF>(a, acc, sbias, n, oy0 + 2 * warp, ox0);
+    epilogue_regs<NF, 2>(a, acc, sbias, n, oy0 + 2 * warp, ox0);
 }
 
 template <int CM, int NF, bool PAIR, int RT>
@@ -581,7 +572,7 @@ __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
     __half *sx = reinterpret_cast<__half *>(smem);
     __half *sw = sx + (size_t)a.rows_in * a.row_stride;
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
-    float *sbias = stage + stage_floats(blockDim.x >> 5, TWO);
+    float *sbias = stage + stage_floats(blockDim.x >> 5, TWO || wide_pixels<CM, PAIR>::on);
     const int n = blockIdx.z, ox0 = blockIdx.x * 32,
               oy0 = blockIdx.y * (blockDim.x >> 5) * (TWO ? 2 : 1);
     load_weights<NF>(a, sw, sbias);
@@ -602,7 +593,7 @@ __global__ void __launch_bounds__(TWO ? 256 : 512) direct_kernel_persistent(dire
     const int nwarps = blockDim.x >> 5, rows = nwarps * (TWO ? 2 : 1); /* output rows a tile */
     __half *sw = reinterpret_cast<__half *>(smem);
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
-    float *sbias = stage + stage_floats(nwarps, TWO);
+    float *sbias = stage + stage_floats(nwarps, TWO || wide_pixels<CM, PAIR>::on);
     __half *win0 = reinterpret_cast<__half *>(sbias + bias_floats(NF * 8)),
            *win1 = win0 + a.win_halves;
     const int tiles_x = (a.q + 31) / 32, tiles_y = (a.p + rows - 1) / rows;
