@@ -124,15 +124,22 @@ static int add_direct_form(const fv_conv2d *op, fv__conv_form *out, int n, int c
  * of the op's; 4 (C <= 4) as they are with an even horizontal stride, else
  * in pairs of pixels. None when the op is outside its range (C > 32 among
  * others: reading the first 32 channels would compute another
- * convolution). */
+ * convolution). With C <= 4 the 8-channel form comes first where its
+ * two-rows-a-warp kernels run (stride 1, 3x3 or 5x5, K <= 32): the input
+ * is stored as 8 channels either way, so reading 8 moves the same sectors,
+ * and on 1920x1080x3->32 5x5 (H100) it ran 0.094 ms against 0.130 for
+ * the 4-channel form's heuristic choice. */
 static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
     const fv_conv2d_desc *d = &op->desc;
     if (d->groups != 1 || d->dilation_h != 1 || d->dilation_w != 1 || d->dtype != FV_DTYPE_F16 ||
         d->c > 32)
         return n;
-    if (d->c <= 4) n = add_direct_form(op, out, n, 4, d->stride_w % 2 != 0);
     int cm = d->c <= 8 ? 8 : d->c <= 16 ? 16 : 32;
-    return add_direct_form(op, out, n, cm, 0);
+    int two = d->stride_h == 1 && d->stride_w == 1 && d->r == d->s && (d->r == 3 || d->r == 5) &&
+              FV_ROUND_UP(d->k, 8) <= 32;
+    if (d->c <= 4 && two) n = add_direct_form(op, out, n, 8, 0);
+    if (d->c <= 4) n = add_direct_form(op, out, n, 4, d->stride_w % 2 != 0);
+    return d->c <= 4 && two ? n : add_direct_form(op, out, n, cm, 0);
 }
 
 /* The heuristic for the direct kernel without timing, from the H100
