@@ -349,6 +349,28 @@ __device__ __forceinline__ void ldsm_x2_t(unsigned &d0, unsigned &d1, const __ha
                  : "r"(smem_addr(p)));
 }
 
+/* d0, d1 = the two 8 x 8 half matrices whose rows lanes 0-7 and 8-15 point at. */
+__device__ __forceinline__ void ldsm_x2(unsigned (&d)[2], const __half *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(d[0]), "=r"(d[1])
+                 : "r"(smem_addr(p)));
+}
+/* d = the 8 x 8 half matrix whose rows lanes 0-7 point at, transposed. */
+__device__ __forceinline__ void ldsm_x1_t(unsigned &d, const __half *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
+                 : "=r"(d)
+                 : "r"(smem_addr(p)));
+}
+
+/* c += A (16 x 8, row-major fragment: rows 0-7, rows 8-15) * B (8 x 8,
+ * col-major), FP32 accumulate. */
+__device__ __forceinline__ void mma1688(float (&c)[4], unsigned a0, unsigned a1, unsigned b) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, "
+                 "{%6}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(b));
+}
+
 /* c += A (16 x 16, row-major fragment) * B (16 x 8, col-major), FP32
  * accumulate; two k8 halves before SM 8.0 (Turing has no m16n8k16). */
 __device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], unsigned b0,
@@ -359,14 +381,8 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4], 
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 #else
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, "
-                 "{%6}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(b0));
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, "
-                 "{%6}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[2]), "r"(a[3]), "r"(b1));
+    mma1688(c, a[0], a[1], b0);
+    mma1688(c, a[2], a[3], b1);
 #endif
 }
 
@@ -490,8 +506,13 @@ __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __h
     const __half *arow =
         sx + (size_t)(2 * warp) * F::ROW_STRIDE + (lane & 15) * CM + (lane >> 4) * 8;
     const __half *brow = sw + ((size_t)(lane >> 4) * F::KR + (lane & 15)) * 8;
+    /* A filter row of 3 or 5 taps of 8 channels is 24 or 40 halves: its
+     * last 16-wide step holds one tap and 8 halves of padding, which go
+     * through m16n8k8 instead (tail_two): a sixth of the tensor work and
+     * operand loads at 5x5, a quarter at 3x3. */
+    constexpr int KF = (RT * CM) % 16 == 8 ? F::KR - 16 : F::KR; /* the full steps */
 #pragma unroll
-    for (int kc = 0; kc < F::KR; kc += 16) {
+    for (int kc = 0; kc < KF; kc += 16) {
         unsigned fa[2][2][4]; /* [input row parity][pixels 0-15, 16-31] */
         ldsm_x4(fa[0][0], arow + kc);
         ldsm_x4(fa[0][1], arow + kc + 16 * CM);
@@ -515,6 +536,39 @@ __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __h
                     for (int m = 0; m < 2; m++) {
                         mma16816(acc[0][m][j + h], fa[r % 2][m], b[2 * h], b[2 * h + 1]);
                         mma16816(acc[1][m][j + h], fa[(r + 1) % 2][m], b[2 * h], b[2 * h + 1]);
+                    }
+            }
+        }
+    }
+    if (KF < F::KR) {
+        /* the last tap: k 0-7 of the step (ldmatrix x2: lanes 0-15's
+         * addresses, the pixels' first 8 halves); B: lanes 0-7 point at
+         * tile j's rows, 8-15 at tile j + 1's */
+        constexpr int kc = KF;
+        const __half *brow8 = sw + ((size_t)((lane >> 3) & 1) * F::KR + (lane & 7)) * 8;
+        unsigned fa[2][2][2];
+        ldsm_x2(fa[0][0], arow + kc);
+        ldsm_x2(fa[0][1], arow + kc + 16 * CM);
+#pragma unroll
+        for (int r = 0; r < F::R; r++) {
+            const __half *ap = arow + (size_t)(r + 1) * F::ROW_STRIDE + kc;
+            ldsm_x2(fa[(r + 1) % 2][0], ap);
+            ldsm_x2(fa[(r + 1) % 2][1], ap + 16 * CM);
+            const __half *bp = brow8 + ((size_t)r * NF * F::KR + kc) * 8;
+#pragma unroll
+            for (int j = 0; j < NF; j += 2) {
+                unsigned b[2];
+                if (j + 1 < NF)
+                    ldsm_x2_t(b[0], b[1], bp + (size_t)j * F::KR * 8);
+                else
+                    ldsm_x1_t(b[0], bp + (size_t)j * F::KR * 8);
+#pragma unroll
+                for (int h = 0; h < 2 && j + h < NF; h++)
+#pragma unroll
+                    for (int m = 0; m < 2; m++) {
+                        mma1688(acc[0][m][j + h], fa[r % 2][m][0], fa[r % 2][m][1], b[h]);
+                        mma1688(acc[1][m][j + h], fa[(r + 1) % 2][m][0], fa[(r + 1) % 2][m][1],
+                                b[h]);
                     }
             }
         }
