@@ -321,7 +321,16 @@ static void write_text(const char *path, const char *text) {
 /* Cases the two-rows-a-warp kernels also run into an output slice (K a
  * multiple of 8, as slices of FP16 outputs need). */
 static int two_rows_slice_case(const conv_case *cc) {
-    return cc->c == 8 && cc->k <= 32 && cc->k % 8 == 0;
+    return (cc->c == 8 && cc->k <= 32 && cc->k % 8 == 0) ||
+           ((cc->c == 16 || cc->c == 32) && (cc->k == 16 || cc->k == 32));
+}
+
+/* Whether two rows a warp run case cc (a 3x3 or 5x5 of the variants test,
+ * stride 1): 8 channels and K <= 32; wide pixels (16, 32 channels) with K
+ * of 16 or 32 in persistent blocks only. */
+static int two_rows_case(const conv_case *cc, int persistent) {
+    return (cc->c == 8 && cc->k <= 32) ||
+           (persistent && (cc->c == 16 || cc->c == 32) && (cc->k == 16 || cc->k == 32));
 }
 
 /* Block geometries of the direct kernel (4, 8, 16 rows a block; a block a
@@ -341,6 +350,7 @@ static void direct_kernel_variants_from_profile(void **state) {
         /* the fixed-geometry kernels (a block a tile: -16rows, -4rows, and
          * two rows a warp): 3x3 and 5x5 on 8, 16 and 32 channels, K 8..64 */
         {1, 45, 70, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 1, FV_CONV2D_DIRECT},
+        {1, 38, 67, 16, 16, 5, 5, 1, 2, 1, 1, FV_ACT_TANH, 0, 1, FV_CONV2D_DIRECT},
         {1, 45, 70, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
         {1, 30, 50, 16, 64, 5, 5, 1, 2, 1, 1, FV_ACT_SIGMOID, 0, 1, FV_CONV2D_DIRECT},
         {1, 30, 50, 8, 16, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 0, FV_CONV2D_DIRECT},
@@ -360,7 +370,8 @@ static void direct_kernel_variants_from_profile(void **state) {
     char *edited = malloc(2 * len + 1); /* engine numbers grow by 2 bytes at most */
     assert_non_null(edited);
     /* engine numbers: rows a block, + 100 when persistent, + 200 with two
-     * rows a warp (the 8-channel cases alone: 3x3 and 5x5, K <= 32) */
+     * rows a warp (3x3 and 5x5: 8 channels and K <= 32; wide pixels with K
+     * 16 or 32 persistent) */
     const char *rows[] = {"16", "4", "108", "116", "216", "208", "204", "316", "308", "304"};
     const char *names[] = {"-16rows",
                            "-4rows",
@@ -401,7 +412,7 @@ static void direct_kernel_variants_from_profile(void **state) {
         assert_string_equal(why, "");
         gpu = ctx2;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            if (v >= 4 && !(cases[i].c == 8 && cases[i].k <= 32)) continue;
+            if (v >= 4 && !two_rows_case(&cases[i], v >= 7)) continue;
             conv_case cc = cases[i];
             cc.flags = 0; /* the profile decides */
             double e = run_case(&cc, 1);
@@ -1053,6 +1064,52 @@ static void cached_plan_round_trip(void **state) {
     remove(path);
 }
 
+/* Without timing or a profile, a wide-pixel layer (32 channels) on a large
+ * image takes the direct kernel's two rows a warp, 8 rows a block
+ * (direct_preferred); on a small image, or at stride 2, not the direct
+ * kernel first (the kernel's answers are checked in the variants test). */
+static void direct_kernel_heuristic_takes_wide_pixels(void **state) {
+    static float w[32 * 32 * 9];
+    fv_test_seed(77);
+    fv_test_fill_uniform(w, sizeof w / sizeof w[0], -0.1f, 0.1f);
+    fv_conv2d_desc d = {.n = 1,
+                        .h = 512,
+                        .w = 512,
+                        .c = 32,
+                        .k = 32,
+                        .r = 3,
+                        .s = 3,
+                        .stride_h = 1,
+                        .stride_w = 1,
+                        .pad_h = 1,
+                        .pad_w = 1,
+                        .dilation_h = 1,
+                        .dilation_w = 1,
+                        .groups = 1,
+                        .dtype = FV_DTYPE_F16,
+                        .activation = FV_ACT_RELU,
+                        .weights = w,
+                        .flags = FV_CONV2D_NO_PROFILE};
+    const struct {
+        int h, stride;
+        const char *engine; /* NULL: not the direct kernel */
+    } want[] = {{512, 1, "fovea-direct-8rows-persistent-2w"}, {64, 1, NULL}, {512, 2, NULL}};
+    for (int i = 0; i < 3; i++) {
+        d.h = d.w = want[i].h, d.stride_h = d.stride_w = want[i].stride;
+        fv_conv2d *op = NULL;
+        FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+        fv_conv2d_info info;
+        FV_ASSERT_OK(fv_conv2d_info_get(op, &info));
+        if (want[i].engine) {
+            assert_string_equal(info.path, "direct");
+            assert_non_null(strstr(info.engine, want[i].engine));
+        } else {
+            assert_string_not_equal(info.path, "direct");
+        }
+        fv_conv2d_destroy(op);
+    }
+}
+
 /* Ops outside the direct kernel's range are refused with the reason. */
 static void direct_kernel_refuses_what_it_cannot_run(void **state) {
     static float w[72 * 8 * 9];
@@ -1415,6 +1472,7 @@ int main(void) {
         cmocka_unit_test(gemm_kernel_variants_from_profile),
         cmocka_unit_test(gemm_kernel_is_deterministic_and_capturable),
         cmocka_unit_test(direct_kernel_refuses_what_it_cannot_run),
+        cmocka_unit_test(direct_kernel_heuristic_takes_wide_pixels),
         cmocka_unit_test(padded_lanes_stay_zero),
         cmocka_unit_test(autotuned_matches_cpu_reference),
         cmocka_unit_test(profile_round_trip),
@@ -1435,6 +1493,7 @@ int main(void) {
         cmocka_unit_test(output_slice_on_every_path),
         cmocka_unit_test(gemm_kernel_is_deterministic_and_capturable),
         cmocka_unit_test(direct_kernel_refuses_what_it_cannot_run),
+        cmocka_unit_test(direct_kernel_heuristic_takes_wide_pixels),
         cmocka_unit_test(padded_lanes_stay_zero),
         cmocka_unit_test(forward_loop_allocates_nothing),
         cmocka_unit_test(stream_capture_replays),

@@ -197,19 +197,27 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, 
  * 2048x2048x8->8 3x3 0.068 against 0.094); then 16, 8 and 4 rows a block,
  * a block a tile or persistent: persistent first for outputs up to 600k
  * pixels (a few waves of blocks), 16 rows first for windows of 25 taps or
- * more, else 8; then the other two-rows-a-warp variants. */
+ * more, else 8; then the other two-rows-a-warp variants. Wide pixels (16
+ * or 32 channels read) have persistent two-rows variants only: 8 rows a
+ * block first (1024x1024x32->32 3x3: 0.067 ms; 16 rows 0.077, 4 rows
+ * 0.071, the best one-row variant 0.087). */
 int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
                                fv__conv_cand *out, int *n, int max, char *why, size_t why_n) {
-    static const int big[] = {16, 8, 4}, small[] = {8, 4, 16}, two[] = {316, 216, 208, 308};
+    static const int big[] = {16, 8, 4}, small[] = {8, 4, 16}, two[] = {316, 216, 208, 308},
+                     two_wide[] = {308, 304, 316};
     const fv_conv2d_desc *d = &op->desc;
+    const int wide = f->cd >= 16;
     const int *ths = d->r * d->s >= 25 ? big : small;
     int first_persistent = (long)d->n * op->p * op->q <= 600000;
     int offered = 0;
     for (int i = 0; i < 10 && *n < max; i++) {
-        /* i 0: 316; 1-6: one row a warp; 7-9: the other two-rows variants */
+        /* i 0: 316 (wide pixels: 308); 1-6: one row a warp; 7-9: the other
+         * two-rows variants (wide pixels: 304, 316, the only others they have) */
         const int one = i >= 1 && i <= 6;
-        int variant =
-            one ? ths[(i - 1) % 3] + (first_persistent ^ (i >= 4)) * 100 : two[i ? i - 6 : 0];
+        if (i == 9 && wide) continue;
+        int variant = one    ? ths[(i - 1) % 3] + (first_persistent ^ (i >= 4)) * 100
+                      : wide ? two_wide[i ? i - 6 : 0]
+                             : two[i ? i - 6 : 0];
         char why2[160]; /* two rows a warp fits few ops: its refusal is not the reason */
         if (!direct_candidate(op, f, variant, &out[*n], one ? why : why2,
                               one ? why_n : sizeof why2))

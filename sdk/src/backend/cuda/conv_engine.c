@@ -145,13 +145,18 @@ static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
 /* The heuristic for the direct kernel without timing, from the H100
  * benchmark (docs/bench/RESULTS.md): at most 8 input channels and 32
  * outputs, where cuDNN's tiles are mostly padding (there it ran 1.0-2.0x
- * faster than cuDNN's best engine). With 16-32 input channels (wide pixels)
- * it ran 0.72-0.99x of cuDNN's best at stride 1 on three shapes but 1.9x
- * at 5x5 stride 2 with K 64: too little data for a rule yet, so
- * autotuning decides there. */
+ * faster than cuDNN's best engine); and 9-32 input channels (wide pixels)
+ * where two rows a warp run (stride 1, 3x3 or 5x5, K of 16 or 32) on large
+ * images (2^18 output pixels or more): 1024x1024x32->32 3x3 took 0.067 ms
+ * against cuDNN's best 0.105. Other wide-pixel layers ran 0.72-0.99x of
+ * cuDNN's best with one row a warp at stride 1 on three shapes but 1.9x at
+ * 5x5 stride 2 with K 64: autotuning decides there. */
 static int direct_preferred(const fv_conv2d *op) {
     const fv_conv2d_desc *d = &op->desc;
-    return d->c <= 8 && FV_ROUND_UP(d->k, 8) <= 32;
+    int kp = FV_ROUND_UP(d->k, 8);
+    if (d->c <= 8) return kp <= 32;
+    return d->c <= 32 && (kp == 16 || kp == 32) && d->stride_h == 1 && d->stride_w == 1 &&
+           d->r == d->s && (d->r == 3 || d->r == 5) && (long)d->n * op->p * op->q >= (1L << 18);
 }
 
 /* The ways to express the op, preferred first. all: include the declared-C

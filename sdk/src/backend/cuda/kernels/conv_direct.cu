@@ -484,7 +484,8 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
 }
 
 /* Two output rows a warp (oy0 + 2 warp and the row below), fixed geometry,
- * stride 1, 8 channels read: each weight fragment feeds both rows' MMAs,
+ * stride 1, 8, 16 or 32 channels read (wide pixels: CM + 8 halves a window
+ * pixel, the steps as compute_tile's): each weight fragment feeds both rows' MMAs,
  * and each input row's A fragments serve filter row r of the first output
  * row and r - 1 of the second: per 16-wide step 2 (R + 1) A loads (ldmatrix
  * x4) and R x NF / 2 B loads for 4 R x NF MMAs (m16n8k16), where one row a
@@ -498,13 +499,17 @@ __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __h
                                                  const __half *sw, const float *sbias, int n,
                                                  int oy0, int ox0) {
     typedef fixed<CM, false, RT> F;
-    static_assert(F::on && !wide_pixels<CM, false>::on && (NF == 1 || NF % 2 == 0),
-                  "two rows a warp: fixed geometry, 8 channels, K of 8 or a multiple of 16");
+    static_assert(F::on && (NF == 1 || NF % 2 == 0),
+                  "two rows a warp: fixed geometry, K of 8 or a multiple of 16");
+    constexpr int PX = wide_pixels<CM, false>::px; /* halves a window pixel */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float acc[2][2][NF][4] = {}; /* [output row][pixels 0-15, 16-31][tile][C fragment] */
-    /* ldmatrix: lane l points at pixel l % 16, halves + 8 (l / 16): the next tap */
+    /* ldmatrix: lane l points at pixel l % 16, halves + 8 (l / 16): the next
+     * tap (8 channels) or the tap's next 8 channels (wide) */
     const __half *arow =
-        sx + (size_t)(2 * warp) * F::ROW_STRIDE + (lane & 15) * CM + (lane >> 4) * 8;
+        sx + (size_t)(2 * warp) * F::ROW_STRIDE + (lane & 15) * PX + (lane >> 4) * 8;
+    /* the window halves of step kc: tap kc / CM, channels kc % CM on */
+    auto koff = [](int kc) { return kc + (kc / CM) * (PX - CM); };
     const __half *brow = sw + ((size_t)(lane >> 4) * F::KR + (lane & 15)) * 8;
     /* A filter row of 3 or 5 taps of 8 channels is 24 or 40 halves: its
      * last 16-wide step holds one tap and 8 halves of padding, which go
@@ -514,14 +519,14 @@ __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __h
 #pragma unroll
     for (int kc = 0; kc < KF; kc += 16) {
         unsigned fa[2][2][4]; /* [input row parity][pixels 0-15, 16-31] */
-        ldsm_x4(fa[0][0], arow + kc);
-        ldsm_x4(fa[0][1], arow + kc + 16 * CM);
+        ldsm_x4(fa[0][0], arow + koff(kc));
+        ldsm_x4(fa[0][1], arow + koff(kc) + 16 * PX);
 #pragma unroll
         for (int r = 0; r < F::R; r++) {
             /* fa[r % 2]: input row 2 warp + r; fa[(r + 1) % 2]: the row below */
-            const __half *ap = arow + (size_t)(r + 1) * F::ROW_STRIDE + kc;
+            const __half *ap = arow + (size_t)(r + 1) * F::ROW_STRIDE + koff(kc);
             ldsm_x4(fa[(r + 1) % 2][0], ap);
-            ldsm_x4(fa[(r + 1) % 2][1], ap + 16 * CM);
+            ldsm_x4(fa[(r + 1) % 2][1], ap + 16 * PX);
             const __half *bp = brow + ((size_t)r * NF * F::KR + kc) * 8;
 #pragma unroll
             for (int j = 0; j < NF; j += 2) {
@@ -547,13 +552,13 @@ __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __h
         constexpr int kc = KF;
         const __half *brow8 = sw + ((size_t)((lane >> 3) & 1) * F::KR + (lane & 7)) * 8;
         unsigned fa[2][2][2];
-        ldsm_x2(fa[0][0], arow + kc);
-        ldsm_x2(fa[0][1], arow + kc + 16 * CM);
+        ldsm_x2(fa[0][0], arow + koff(kc));
+        ldsm_x2(fa[0][1], arow + koff(kc) + 16 * PX);
 #pragma unroll
         for (int r = 0; r < F::R; r++) {
-            const __half *ap = arow + (size_t)(r + 1) * F::ROW_STRIDE + kc;
+            const __half *ap = arow + (size_t)(r + 1) * F::ROW_STRIDE + koff(kc);
             ldsm_x2(fa[(r + 1) % 2][0], ap);
-            ldsm_x2(fa[(r + 1) % 2][1], ap + 16 * CM);
+            ldsm_x2(fa[(r + 1) % 2][1], ap + 16 * PX);
             const __half *bp = brow8 + ((size_t)r * NF * F::KR + kc) * 8;
 #pragma unroll
             for (int j = 0; j < NF; j += 2) {
@@ -679,21 +684,32 @@ __global__ void __launch_bounds__(TWO ? 256 : 512) direct_kernel_persistent(dire
 
 typedef void (*kernel_fn)(direct_args);
 
-/* The two-rows-a-warp kernels (cm 8, fixed geometry; a block a tile or
- * persistent), made for K of 8, 16 and 32 only (OK; with 64 their
- * accumulators spill: 1.5-3 KB, sm_90). */
-template <int NF, bool OK> struct two_kernel {
-    static kernel_fn of(int rt, int persistent) {
-        if (persistent)
-            return rt == 3   ? direct_kernel_persistent<8, NF, false, 3, true>
-                   : rt == 5 ? direct_kernel_persistent<8, NF, false, 5, true>
-                             : nullptr;
-        return rt == 3   ? direct_kernel<8, NF, false, 3, true>
-               : rt == 5 ? direct_kernel<8, NF, false, 5, true>
+/* The two-rows-a-warp kernels (fixed geometry), made for K of 8, 16 and
+ * 32 only (OK; with 64 their accumulators spill: 1.5-3 KB, sm_90): cm 8 a
+ * block a tile or persistent; wide pixels (cm 16, 32) persistent only, K
+ * of 16 or 32. */
+template <int CM, int NF, bool BLOCK> struct two_block { /* a block a tile (BLOCK) */
+    static kernel_fn of(int rt) {
+        return rt == 3   ? direct_kernel<CM, NF, false, 3, true>
+               : rt == 5 ? direct_kernel<CM, NF, false, 5, true>
                          : nullptr;
     }
 };
-template <int NF> struct two_kernel<NF, false> {
+template <int CM, int NF> struct two_block<CM, NF, false> {
+    static kernel_fn of(int) {
+        return nullptr;
+    }
+};
+template <int CM, int NF, bool OK> struct two_kernel {
+    static kernel_fn of(int rt, int persistent) {
+        if (persistent)
+            return rt == 3   ? direct_kernel_persistent<CM, NF, false, 3, true>
+                   : rt == 5 ? direct_kernel_persistent<CM, NF, false, 5, true>
+                             : nullptr;
+        return two_block<CM, NF, CM == 8>::of(rt);
+    }
+};
+template <int CM, int NF> struct two_kernel<CM, NF, false> {
     static kernel_fn of(int, int) {
         return nullptr;
     }
@@ -703,8 +719,9 @@ template <int NF> struct two_kernel<NF, false> {
  * two: two output rows a warp */
 template <int CM, int NF, bool PAIR> kernel_fn kernel_of(int persistent, int rt, int two) {
     /* two rows a warp: fv__conv_direct_check lets it through only where it fits */
-    constexpr bool two_ok = CM == 8 && !PAIR && (NF == 1 || NF == 2 || NF == 4);
-    if (two) return two_kernel<NF, two_ok>::of(rt, persistent);
+    constexpr bool two_ok = !PAIR && ((CM == 8 && (NF == 1 || NF == 2 || NF == 4)) ||
+                                      ((CM == 16 || CM == 32) && (NF == 2 || NF == 4)));
+    if (two) return two_kernel<CM, NF, two_ok>::of(rt, persistent);
     if (persistent) return direct_kernel_persistent<CM, NF, PAIR>;
     /* K of 8, 16, 32 and 64 (the common layers; each kernel costs build time) */
     if (FIXED_KERNELS && !PAIR && CM >= 8 && (NF == 1 || NF == 2 || NF == 4 || NF == 8)) {
@@ -757,9 +774,9 @@ kernel_fn pick(const fv__conv_direct_geom *g) {
     case 8:
         return pick_nf<8>(g->kp / 8, g->persistent, rt, g->two);
     case 16:
-        return pick_nf<16>(g->kp / 8, g->persistent, rt, 0);
+        return pick_nf<16>(g->kp / 8, g->persistent, rt, g->two);
     case 32:
-        return pick_nf<32>(g->kp / 8, g->persistent, rt, 0);
+        return pick_nf<32>(g->kp / 8, g->persistent, rt, g->two);
     default:
         return nullptr;
     }
@@ -800,9 +817,11 @@ extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t
         return 0;
     }
     g->kr = g->pair ? 16 * (g->s / 2 > 1 ? g->s / 2 : 1) : (g->s * g->cm + 15) / 16 * 16;
-    if (g->two && (g->cm != 8 || g->sh != 1 || fixed_rows(g) == 0 || g->kp > 32)) {
+    if (g->two && (g->cm < 8 || g->sh != 1 || fixed_rows(g) == 0 || g->kp > 32 ||
+                   (g->cm > 8 && (g->kp < 16 || !g->persistent)))) {
         snprintf(why, why_n,
-                 "two rows a warp: 8 channels read, stride 1, 3x3 or 5x5, K 8, 16 or 32");
+                 "two rows a warp: stride 1, 3x3 or 5x5; 8 channels read and K 8, 16 or 32, "
+                 "or 16 or 32 read, K 16 or 32 and persistent blocks");
         return 0;
     }
     size_t need = smem_of(g);
