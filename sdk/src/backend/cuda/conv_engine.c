@@ -120,6 +120,13 @@ static int add_direct_form(const fv_conv2d *op, fv__conv_form *out, int n, int c
     return n + 1;
 }
 
+/* Whether the direct kernel's two-rows-a-warp variants fit d's geometry
+ * (stride 1, 3x3 or 5x5); their channel and K rules: direct_forms,
+ * direct_preferred, fv__conv_direct_check. */
+static int two_rows_geometry(const fv_conv2d_desc *d) {
+    return d->stride_h == 1 && d->stride_w == 1 && d->r == d->s && (d->r == 3 || d->r == 5);
+}
+
 /* The direct kernel's forms: it reads 4, 8, 16 or 32 channels a pixel, all
  * of the op's; 4 (C <= 4) as they are with an even horizontal stride, else
  * in pairs of pixels. None when the op is outside its range (C > 32 among
@@ -135,8 +142,7 @@ static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
         d->c > 32)
         return n;
     int cm = d->c <= 8 ? 8 : d->c <= 16 ? 16 : 32;
-    int two = d->stride_h == 1 && d->stride_w == 1 && d->r == d->s && (d->r == 3 || d->r == 5) &&
-              FV_ROUND_UP(d->k, 8) <= 32;
+    int two = two_rows_geometry(d) && FV_ROUND_UP(d->k, 8) <= 32;
     if (d->c <= 4 && two) n = add_direct_form(op, out, n, 8, 0);
     if (d->c <= 4) n = add_direct_form(op, out, n, 4, d->stride_w % 2 != 0);
     return d->c <= 4 && two ? n : add_direct_form(op, out, n, cm, 0);
@@ -155,8 +161,8 @@ static int direct_preferred(const fv_conv2d *op) {
     const fv_conv2d_desc *d = &op->desc;
     int kp = FV_ROUND_UP(d->k, 8);
     if (d->c <= 8) return kp <= 32;
-    return d->c <= 32 && (kp == 16 || kp == 32) && d->stride_h == 1 && d->stride_w == 1 &&
-           d->r == d->s && (d->r == 3 || d->r == 5) && (long)d->n * op->p * op->q >= (1L << 18);
+    return d->c <= 32 && (kp == 16 || kp == 32) && two_rows_geometry(d) &&
+           (long)d->n * op->p * op->q >= (1L << 18);
 }
 
 /* The ways to express the op, preferred first. all: include the declared-C
