@@ -1072,30 +1072,17 @@ static void direct_kernel_heuristic_takes_wide_pixels(void **state) {
     static float w[32 * 32 * 9];
     fv_test_seed(77);
     fv_test_fill_uniform(w, sizeof w / sizeof w[0], -0.1f, 0.1f);
-    fv_conv2d_desc d = {.n = 1,
-                        .h = 512,
-                        .w = 512,
-                        .c = 32,
-                        .k = 32,
-                        .r = 3,
-                        .s = 3,
-                        .stride_h = 1,
-                        .stride_w = 1,
-                        .pad_h = 1,
-                        .pad_w = 1,
-                        .dilation_h = 1,
-                        .dilation_w = 1,
-                        .groups = 1,
-                        .dtype = FV_DTYPE_F16,
-                        .activation = FV_ACT_RELU,
-                        .weights = w,
-                        .flags = FV_CONV2D_NO_PROFILE};
     const struct {
-        int h, stride;
+        conv_case cc;
         const char *engine; /* NULL: not the direct kernel */
-    } want[] = {{512, 1, "fovea-direct-8rows-persistent-2w"}, {64, 1, NULL}, {512, 2, NULL}};
-    for (int i = 0; i < 3; i++) {
-        d.h = d.w = want[i].h, d.stride_h = d.stride_w = want[i].stride;
+    } want[] = {
+        {{1, 512, 512, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
+         "fovea-direct-8rows-persistent-2w"},
+        {{1, 64, 64, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE}, NULL},
+        {{1, 512, 512, 32, 32, 3, 3, 2, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE}, NULL},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        fv_conv2d_desc d = desc_of(&want[i].cc, FV_DTYPE_F16, w, NULL);
         fv_conv2d *op = NULL;
         FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
         fv_conv2d_info info;
