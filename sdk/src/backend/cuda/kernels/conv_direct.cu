@@ -483,6 +483,72 @@ __device__ __forceinline__ void compute_tile(const direct_args &a, const __half 
     epilogue_regs<NF, 1>(a, accs, sbias, n, oy0 + warp, ox0);
 }
 
+/* Operand loads and MMAs by fragment size: W = 4 A
+ * registers for a 16-wide step (m16n8k16), 2 for the last tap's 8 halves
+ * (m16n8k8). */
+__device__ __forceinline__ void load_a(unsigned (&d)[4], const __half *p) {
+    ldsm_x4(d, p);
+}
+__device__ __forceinline__ void load_a(unsigned (&d)[2], const __half *p) {
+    ldsm_x2(d, p);
+}
+/* B of tiles j and j + 1 (pair) or j alone at q: 16 wide, lanes 0-15 at
+ * tile j's rows, 16-31 at j + 1's (alone: lanes 16-31's addresses are not
+ * read); 8 wide, lanes 0-7 and 8-15. kr: halves between tiles' rows. */
+__device__ __forceinline__ void load_b(unsigned (&b)[4], const __half *q, bool pair, int kr) {
+    if (pair)
+        ldsm_x4_t(b, q);
+    else
+        ldsm_x2_t(b[0], b[1], q - (size_t)((threadIdx.x & 31) >> 4) * kr * 8);
+}
+__device__ __forceinline__ void load_b(unsigned (&b)[2], const __half *q, bool pair, int) {
+    if (pair)
+        ldsm_x2_t(b[0], b[1], q);
+    else
+        ldsm_x1_t(b[0], q);
+}
+__device__ __forceinline__ void mma_step(float (&c)[4], const unsigned (&a)[4], const unsigned *b) {
+    mma16816(c, a, b[0], b[1]);
+}
+__device__ __forceinline__ void mma_step(float (&c)[4], const unsigned (&a)[2], const unsigned *b) {
+    mma1688(c, a[0], a[1], b[0]);
+}
+
+/* One step of compute_tile_two at kc: W = 4, 16 halves (m16n8k16); W = 2,
+ * the last tap's 8 (m16n8k8). Input row r + 1's A fragments are loaded
+ * once and serve filter row r + 1 of the first output row and r of the
+ * second. */
+template <int W, int CM, int NF, int RT>
+__device__ __forceinline__ void two_step(float (&acc)[2][2][NF][4], const __half *arow,
+                                         const __half *brow, int kc) {
+    typedef fixed<CM, false, RT> F;
+    constexpr int PX = wide_pixels<CM, false>::px;
+    const int ko = kc + (kc / CM) * (PX - CM); /* tap kc / CM, channels kc % CM on */
+    unsigned fa[2][2][W];                      /* [input row parity][pixels 0-15, 16-31] */
+    load_a(fa[0][0], arow + ko);
+    load_a(fa[0][1], arow + ko + 16 * PX);
+#pragma unroll
+    for (int r = 0; r < F::R; r++) {
+        /* fa[r % 2]: input row 2 warp + r; fa[(r + 1) % 2]: the row below */
+        const __half *ap = arow + (size_t)(r + 1) * F::ROW_STRIDE + ko;
+        load_a(fa[(r + 1) % 2][0], ap);
+        load_a(fa[(r + 1) % 2][1], ap + 16 * PX);
+        const __half *bp = brow + ((size_t)r * NF * F::KR + kc) * 8;
+#pragma unroll
+        for (int j = 0; j < NF; j += 2) {
+            unsigned b[W];
+            load_b(b, bp + (size_t)j * F::KR * 8, j + 1 < NF, F::KR);
+#pragma unroll
+            for (int h = 0; h < 2 && j + h < NF; h++)
+#pragma unroll
+                for (int m = 0; m < 2; m++) {
+                    mma_step(acc[0][m][j + h], fa[r % 2][m], b + h * (W / 2));
+                    mma_step(acc[1][m][j + h], fa[(r + 1) % 2][m], b + h * (W / 2));
+                }
+        }
+    }
+}
+
 /* Two output rows a warp (oy0 + 2 warp and the row below), fixed geometry,
  * stride 1, 8, 16 or 32 channels read (wide pixels: CM + 8 halves a window
  * pixel, the steps as compute_tile's): each weight fragment feeds both rows' MMAs,
@@ -508,75 +574,19 @@ __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __h
      * tap (8 channels) or the tap's next 8 channels (wide) */
     const __half *arow =
         sx + (size_t)(2 * warp) * F::ROW_STRIDE + (lane & 15) * PX + (lane >> 4) * 8;
-    /* the window halves of step kc: tap kc / CM, channels kc % CM on */
-    auto koff = [](int kc) { return kc + (kc / CM) * (PX - CM); };
     const __half *brow = sw + ((size_t)(lane >> 4) * F::KR + (lane & 15)) * 8;
     /* A filter row of 3 or 5 taps of 8 channels is 24 or 40 halves: its
      * last 16-wide step holds one tap and 8 halves of padding, which go
-     * through m16n8k8 instead (tail_two): a sixth of the tensor work and
-     * operand loads at 5x5, a quarter at 3x3. */
+     * through m16n8k8 instead: a sixth of the tensor work and operand loads
+     * at 5x5, a quarter at 3x3. There B's lanes 0-7 point at tile j's rows,
+     * 8-15 at tile j + 1's. */
     constexpr int KF = (RT * CM) % 16 == 8 ? F::KR - 16 : F::KR; /* the full steps */
 #pragma unroll
-    for (int kc = 0; kc < KF; kc += 16) {
-        unsigned fa[2][2][4]; /* [input row parity][pixels 0-15, 16-31] */
-        ldsm_x4(fa[0][0], arow + koff(kc));
-        ldsm_x4(fa[0][1], arow + koff(kc) + 16 * PX);
-#pragma unroll
-        for (int r = 0; r < F::R; r++) {
-            /* fa[r % 2]: input row 2 warp + r; fa[(r + 1) % 2]: the row below */
-            const __half *ap = arow + (size_t)(r + 1) * F::ROW_STRIDE + koff(kc);
-            ldsm_x4(fa[(r + 1) % 2][0], ap);
-            ldsm_x4(fa[(r + 1) % 2][1], ap + 16 * PX);
-            const __half *bp = brow + ((size_t)r * NF * F::KR + kc) * 8;
-#pragma unroll
-            for (int j = 0; j < NF; j += 2) {
-                unsigned b[4];
-                if (j + 1 < NF)
-                    ldsm_x4_t(b, bp + (size_t)j * F::KR * 8);
-                else /* lanes 16-31's addresses are not read */
-                    ldsm_x2_t(b[0], b[1], bp + ((size_t)j - (lane >> 4)) * F::KR * 8);
-#pragma unroll
-                for (int h = 0; h < 2 && j + h < NF; h++)
-#pragma unroll
-                    for (int m = 0; m < 2; m++) {
-                        mma16816(acc[0][m][j + h], fa[r % 2][m], b[2 * h], b[2 * h + 1]);
-                        mma16816(acc[1][m][j + h], fa[(r + 1) % 2][m], b[2 * h], b[2 * h + 1]);
-                    }
-            }
-        }
-    }
+    for (int kc = 0; kc < KF; kc += 16)
+        two_step<4, CM, NF, RT>(acc, arow, brow, kc);
     if (KF < F::KR) {
-        /* the last tap: k 0-7 of the step (ldmatrix x2: lanes 0-15's
-         * addresses, the pixels' first 8 halves); B: lanes 0-7 point at
-         * tile j's rows, 8-15 at tile j + 1's */
-        constexpr int kc = KF;
         const __half *brow8 = sw + ((size_t)((lane >> 3) & 1) * F::KR + (lane & 7)) * 8;
-        unsigned fa[2][2][2];
-        ldsm_x2(fa[0][0], arow + koff(kc));
-        ldsm_x2(fa[0][1], arow + koff(kc) + 16 * PX);
-#pragma unroll
-        for (int r = 0; r < F::R; r++) {
-            const __half *ap = arow + (size_t)(r + 1) * F::ROW_STRIDE + koff(kc);
-            ldsm_x2(fa[(r + 1) % 2][0], ap);
-            ldsm_x2(fa[(r + 1) % 2][1], ap + 16 * PX);
-            const __half *bp = brow8 + ((size_t)r * NF * F::KR + kc) * 8;
-#pragma unroll
-            for (int j = 0; j < NF; j += 2) {
-                unsigned b[2];
-                if (j + 1 < NF)
-                    ldsm_x2_t(b[0], b[1], bp + (size_t)j * F::KR * 8);
-                else
-                    ldsm_x1_t(b[0], bp + (size_t)j * F::KR * 8);
-#pragma unroll
-                for (int h = 0; h < 2 && j + h < NF; h++)
-#pragma unroll
-                    for (int m = 0; m < 2; m++) {
-                        mma1688(acc[0][m][j + h], fa[r % 2][m][0], fa[r % 2][m][1], b[h]);
-                        mma1688(acc[1][m][j + h], fa[(r + 1) % 2][m][0], fa[(r + 1) % 2][m][1],
-                                b[h]);
-                    }
-            }
-        }
+        two_step<2, CM, NF, RT>(acc, arow, brow8, KF);
     }
     epilogue_regs<NF, 2>(a, acc, sbias, n, oy0 + 2 * warp, ox0);
 }
