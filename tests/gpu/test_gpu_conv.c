@@ -371,8 +371,8 @@ static void direct_kernel_variants_from_profile(void **state) {
     assert_non_null(edited);
     /* engine numbers: rows a block, + 100 when persistent, + 200 with two
      * rows a warp (3x3 and 5x5: 8 channels and K <= 32; wide pixels with K
-     * 16 or 32 persistent) */
-    const char *rows[] = {"16", "4", "108", "116", "216", "208", "204", "316", "308", "304"};
+     * 16 or 32 persistent; 12 rows: two rows a warp only) */
+    const char *rows[] = {"16", "4", "108", "116", "216", "208", "204", "316", "308", "304", "312"};
     const char *names[] = {"-16rows",
                            "-4rows",
                            "-8rows-persistent",
@@ -382,8 +382,9 @@ static void direct_kernel_variants_from_profile(void **state) {
                            "-4rows-2w",
                            "-16rows-persistent-2w",
                            "-8rows-persistent-2w",
-                           "-4rows-persistent-2w"};
-    for (int v = 0; v < 10; v++) {
+                           "-4rows-persistent-2w",
+                           "-12rows-persistent-2w"};
+    for (int v = 0; v < 11; v++) {
         /* every direct entry's engine becomes rows[v] */
         char *o = edited;
         for (const char *line = text; *line;) {

@@ -203,18 +203,19 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, 
  * 0.071, the best one-row variant 0.087). */
 int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
                                fv__conv_cand *out, int *n, int max, char *why, size_t why_n) {
-    static const int big[] = {16, 8, 4}, small[] = {8, 4, 16}, two[] = {316, 216, 208, 308},
-                     two_wide[] = {308, 304, 316};
+    static const int big[] = {16, 8, 4}, small[] = {8, 4, 16}, two[] = {316, 216, 208, 308, 312},
+                     two_wide[] = {308, 304, 316, 312};
     const fv_conv2d_desc *d = &op->desc;
     const int wide = f->cd >= 16;
     const int *ths = d->r * d->s >= 25 ? big : small;
     int first_persistent = (long)d->n * op->p * op->q <= 600000;
     int offered = 0;
-    for (int i = 0; i < 10 && *n < max; i++) {
-        /* i 0: 316 (wide pixels: 308); 1-6: one row a warp; 7-9: the other
-         * two-rows variants (wide pixels: 304, 316, the only others they have) */
+    for (int i = 0; i < 11 && *n < max; i++) {
+        /* i 0: 316 (wide pixels: 308); 1-6: one row a warp; 7-10: the other
+         * two-rows variants (wide pixels: 304, 316, 312, the only others
+         * they have) */
         const int one = i >= 1 && i <= 6;
-        if (i == 9 && wide) continue;
+        if (i == 10 && wide) continue;
         int variant = one    ? ths[(i - 1) % 3] + (first_persistent ^ (i >= 4)) * 100
                       : wide ? two_wide[i ? i - 6 : 0]
                              : two[i ? i - 6 : 0];
