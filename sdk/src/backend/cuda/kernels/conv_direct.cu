@@ -655,7 +655,11 @@ __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
 /* Persistent blocks (as many as fit at once): each loads the weights once,
  * then walks tiles (th output rows x 32 columns) gridDim.x apart, loading
  * the next tile's window (asynchronously on SM 8.0+) while it computes this
- * one. Shared memory: weights, stage, bias (128-byte units), two windows. */
+ * one. Shared memory: weights, stage, bias (128-byte units), two windows.
+ * No minimum of blocks in the launch bounds: an explicit 1 let ptxas take
+ * 146 registers instead of 128 (5x5, K 32) and 68 instead of 50 (3x3, K
+ * 8), and the 16-row 5x5 kernel ran 28% slower at one block an SM (H100,
+ * docs/bench/RESULTS.md). */
 template <int CM, int NF, bool PAIR, int RT = 0, bool TWO = false>
 __global__ void __launch_bounds__(TWO ? 256 : 512) direct_kernel_persistent(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
