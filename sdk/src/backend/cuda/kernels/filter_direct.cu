@@ -39,6 +39,7 @@
  * where a value lies within FP32 rounding of a .5 boundary. */
 #include <string.h>
 #include "filter_direct.cuh"
+#include "filter_args.cuh"
 #include "filter_direct_strip.cuh"
 #include "common.cuh"
 #include "../cuda_check.h"
@@ -409,32 +410,11 @@ extern "C" fv_status fv__cuda_filter_direct(fv_context *ctx, const fv_filter_des
                                             const float *k, const fv_image *in,
                                             const fv_image *out) {
     FV_TRY(fv__cuda_bind(ctx));
-    const int in_c = d->format == FV_PIXEL_GRAY8 ? 1 : 3;
-    const int m = d->output == FV_FILTER_OUT_COLOR ? in_c : 1;
-    const int custom = d->kind == FV_FILTER_CUSTOM;
     fv__cuda_direct_args a;
-    memset(&a, 0, sizeof a);
-    a.width = in->width, a.height = in->height;
-    a.in_format = in->format;
-    a.in = (const unsigned char *)in->data;
-    a.in_stride = in->stride;
-    a.uv = (const unsigned char *)in->uv;
-    a.uv_stride = in->uv_stride;
-    a.out_format = out->format;
-    a.out = (unsigned char *)out->data;
-    a.out_stride = out->stride;
-    a.in_c = in_c;
-    a.m = m;
-    a.pairs =
-        d->kind == FV_FILTER_SOBEL || d->kind == FV_FILTER_SCHARR || d->kind == FV_FILTER_PREWITT;
-    a.out_c = d->overlay && in_c > m ? in_c : m;
-    a.r = custom ? d->kernel_rows : 3;
-    a.s = custom ? d->kernel_cols : 3;
+    fv__filter_args_fill(&a, d, in, out);
     const size_t rs = (size_t)a.r * a.s;
     memcpy(a.k[0], k, rs * sizeof(float));
     if (a.pairs) memcpy(a.k[1], k + rs, rs * sizeof(float));
-    a.gain = d->gain, a.threshold = d->threshold;
-    a.overlay = d->overlay;
     fv_status st = fv__cuda_filter_direct_launch(fv__cuda_stream(ctx), &a);
     return st == FV_OK ? st : fv__error_prefix(st, "filter (direct)");
 }

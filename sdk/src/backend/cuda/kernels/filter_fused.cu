@@ -19,6 +19,7 @@
 #include <string.h>
 #include <mma.h>
 #include "filter_fused.cuh"
+#include "filter_args.cuh"
 #include "common.cuh"
 #include "../cuda_check.h"
 extern "C" { /* a C header without its own guard: fv__cuda_bind has C linkage */
@@ -217,31 +218,10 @@ extern "C" fv_status fv__cuda_filter_fused(fv_context *ctx, const fv_filter_desc
                                            const fv_tensor *w, const fv_image *in,
                                            const fv_image *out) {
     FV_TRY(fv__cuda_bind(ctx));
-    const int in_c = d->format == FV_PIXEL_GRAY8 ? 1 : 3;
-    const int m = d->output == FV_FILTER_OUT_COLOR ? in_c : 1;
-    const int custom = d->kind == FV_FILTER_CUSTOM;
     fv__cuda_filter_args a;
-    memset(&a, 0, sizeof a);
-    a.width = in->width, a.height = in->height;
-    a.in_format = in->format;
-    a.in = (const unsigned char *)in->data;
-    a.in_stride = in->stride;
-    a.uv = (const unsigned char *)in->uv;
-    a.uv_stride = in->uv_stride;
-    a.out_format = out->format;
-    a.out = (unsigned char *)out->data;
-    a.out_stride = out->stride;
-    a.in_c = in_c;
-    a.m = m;
-    a.pairs =
-        d->kind == FV_FILTER_SOBEL || d->kind == FV_FILTER_SCHARR || d->kind == FV_FILTER_PREWITT;
-    a.out_c = d->overlay && in_c > m ? in_c : m;
-    a.r = custom ? d->kernel_rows : 3;
-    a.s = custom ? d->kernel_cols : 3;
+    fv__filter_args_fill(&a, d, in, out);
     a.w = fv__tensor_ptr(w);
-    a.gain = d->gain, a.threshold = d->threshold;
-    a.overlay = d->overlay;
-    a.kpad = FV_ROUND_UP(a.r * a.s * in_c, 16);
+    a.kpad = FV_ROUND_UP(a.r * a.s * a.in_c, 16);
     fv_status st = fv__cuda_filter_fused_launch(fv__cuda_stream(ctx), &a);
     return st == FV_OK ? st : fv__error_prefix(st, "filter (fused)");
 }
