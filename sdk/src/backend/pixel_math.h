@@ -121,7 +121,8 @@ FV_HD static FV_FORCEINLINE float fv__yuv_grid_magic(float v) {
 /* 2^-16: the scale of fv__yuv_to_rgb_grid_scaled's values. */
 #define FV__YUV_SCALE 1.52587890625e-05f
 
-/* fv__yuv_to_rgb then fv__yuv_grid of each value, times 2^-16 (exactly:
+/* fv__yuv_offsets_to_rgb_grid_scaled2: fv__yuv_to_rgb then fv__yuv_grid
+ * of each value, times 2^-16 (exactly:
  * c[i] * 65536 is fv__yuv_grid(R), ...), for two pixels (Y, U, V bytes as
  * floats: y[k], u[k], v[k]; values into c[k][0..2]), in fewer operations:
  * the conversion's constants carry the scale (every product and sum is then
@@ -133,13 +134,18 @@ FV_HD static FV_FORCEINLINE float fv__yuv_grid_magic(float v) {
  * where fv__clamp255 and fv__yuv_grid_magic take 7 or 8. A negative value
  * may come out as -0 instead of +0 there: sums, magnitudes and unpack give
  * the same bytes for either. The DIRECT strip kernel's YUV reader (its
- * weights carry 2^16: products of the two are the unscaled ones, exactly). */
-FV_HD static FV_FORCEINLINE void fv__yuv_to_rgb_grid_scaled2(const float y[2], const float u[2],
-                                                             const float v[2], float c[2][3]) {
+ * weights carry 2^16: products of the two are the unscaled ones, exactly).
+ * This form takes the offsets Y - 16, U - 128, V - 128 (exact for bytes),
+ * which the strip kernel reads straight from its magic-number bytes: one
+ * operation a value fewer; fv__yuv_to_rgb_grid_scaled2 takes the bytes. */
+FV_HD static FV_FORCEINLINE void fv__yuv_offsets_to_rgb_grid_scaled2(const float yo[2],
+                                                                     const float uo[2],
+                                                                     const float vo[2],
+                                                                     float c[2][3]) {
     float x[2][3];
     for (int k = 0; k < 2; k++) {
-        const float cy = fv__mul(1.164f * FV__YUV_SCALE, fv__add(y[k], -16.0f));
-        const float d = fv__add(u[k], -128.0f), e = fv__add(v[k], -128.0f);
+        const float cy = fv__mul(1.164f * FV__YUV_SCALE, yo[k]);
+        const float d = uo[k], e = vo[k];
         x[k][0] = fv__add(cy, fv__mul(1.596f * FV__YUV_SCALE, e));
         x[k][1] = fv__add(fv__add(cy, fv__mul(-0.392f * FV__YUV_SCALE, d)),
                           fv__mul(-0.813f * FV__YUV_SCALE, e));
@@ -161,6 +167,15 @@ FV_HD static FV_FORCEINLINE void fv__yuv_to_rgb_grid_scaled2(const float y[2], c
             c[k][i] = t < 0.0f ? 0.0f : t > 255.0f * FV__YUV_SCALE ? 255.0f * FV__YUV_SCALE : t;
         }
 #endif
+}
+
+/* fv__yuv_offsets_to_rgb_grid_scaled2 from Y, U, V bytes (as floats). */
+FV_HD static FV_FORCEINLINE void fv__yuv_to_rgb_grid_scaled2(const float y[2], const float u[2],
+                                                             const float v[2], float c[2][3]) {
+    const float yo[2] = {fv__add(y[0], -16.0f), fv__add(y[1], -16.0f)};
+    const float uo[2] = {fv__add(u[0], -128.0f), fv__add(u[1], -128.0f)};
+    const float vo[2] = {fv__add(v[0], -128.0f), fv__add(v[1], -128.0f)};
+    fv__yuv_offsets_to_rgb_grid_scaled2(yo, uo, vo, c);
 }
 
 /* Luma of R, G, B bytes (as floats): (0.299 R + 0.587 G) + 0.114 B. */

@@ -33,6 +33,13 @@ template <int B> static __device__ __forceinline__ float byte_value(const unsign
     return magic_value(__byte_perm(d[B / 4], (unsigned)MAGIC, 0x7540 | (B % 4)));
 }
 
+/* Byte B of the words d minus O (O < 2^23), exact: 2^23 + byte - (2^23 + O)
+ * in one operation. */
+template <int B, int O> static __device__ __forceinline__ float byte_offset(const unsigned *d) {
+    return __fadd_rn(__uint_as_float(__byte_perm(d[B / 4], (unsigned)MAGIC, 0x7540 | (B % 4))),
+                     -(8388608.0f + (float)O));
+}
+
 /* Bytes B, B + 1, B + 2 of d summed (an edge channel of three packed
  * channels: the same integer as FUSED's exact sum), as a float: dp4a adds
  * the bytes selected by a 0/1 mask of each word to 2^23's bits. */
@@ -56,24 +63,37 @@ template <int B> static __device__ __forceinline__ float sum3_value(const unsign
  * pairs) and of its UV row duv (NV12). */
 template <int F, int TP> struct yuv_src;
 template <int TP> struct yuv_src<F_YUYV, TP> { /* Y0 U Y1 V */
+    enum { Y = 4 * (TP / 2) + 2 * (TP % 2), U = 4 * (TP / 2) + 1, V = 4 * (TP / 2) + 3 };
     static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, float &y,
                                                float &u, float &v) {
-        y = byte_value<4 * (TP / 2) + 2 * (TP % 2)>(d);
-        u = byte_value<4 * (TP / 2) + 1>(d), v = byte_value<4 * (TP / 2) + 3>(d);
+        y = byte_value<Y>(d), u = byte_value<U>(d), v = byte_value<V>(d);
+    }
+    /* Y - 16, U - 128, V - 128 */
+    static __device__ __forceinline__ void off(const unsigned *d, const unsigned *, float &y,
+                                               float &u, float &v) {
+        y = byte_offset<Y, 16>(d), u = byte_offset<U, 128>(d), v = byte_offset<V, 128>(d);
     }
 };
 template <int TP> struct yuv_src<F_UYVY, TP> { /* U Y0 V Y1 */
+    enum { Y = 4 * (TP / 2) + 1 + 2 * (TP % 2), U = 4 * (TP / 2), V = 4 * (TP / 2) + 2 };
     static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, float &y,
                                                float &u, float &v) {
-        y = byte_value<4 * (TP / 2) + 1 + 2 * (TP % 2)>(d);
-        u = byte_value<4 * (TP / 2)>(d), v = byte_value<4 * (TP / 2) + 2>(d);
+        y = byte_value<Y>(d), u = byte_value<U>(d), v = byte_value<V>(d);
+    }
+    static __device__ __forceinline__ void off(const unsigned *d, const unsigned *, float &y,
+                                               float &u, float &v) {
+        y = byte_offset<Y, 16>(d), u = byte_offset<U, 128>(d), v = byte_offset<V, 128>(d);
     }
 };
 template <int TP> struct yuv_src<F_NV12, TP> { /* Y plane; U V pairs */
+    enum { U = 2 * (TP / 2), V = 2 * (TP / 2) + 1 };
     static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv, float &y,
                                                float &u, float &v) {
-        y = byte_value<TP>(d);
-        u = byte_value<2 * (TP / 2)>(duv), v = byte_value<2 * (TP / 2) + 1>(duv);
+        y = byte_value<TP>(d), u = byte_value<U>(duv), v = byte_value<V>(duv);
+    }
+    static __device__ __forceinline__ void off(const unsigned *d, const unsigned *duv, float &y,
+                                               float &u, float &v) {
+        y = byte_offset<TP, 16>(d), u = byte_offset<U, 128>(duv), v = byte_offset<V, 128>(duv);
     }
 };
 
@@ -92,7 +112,7 @@ static __device__ __forceinline__ void yuv_rgb(const unsigned *d, const unsigned
 }
 
 /* The values of a thread's N + 2 window pixels from its YUV words, two
- * pixels at a time, scaled by 2^-16 (fv__yuv_to_rgb_grid_scaled2; the
+ * pixels at a time, scaled by 2^-16 (fv__yuv_offsets_to_rgb_grid_scaled2; the
  * kernel's weights carry 2^16): P planes (R, G, B), or for P = 1 their sum
  * (v0 + v1) + v2 (exact: values on the 2^-24 grid). Window pixel J is
  * staged pixel J + 1. */
@@ -100,9 +120,9 @@ template <int F, int P, int J = 0, int END = geo<P>::N + 2> struct yuv_values {
     static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv,
                                                float (*v)[END]) {
         float y[2], u[2], w[2], c[2][3];
-        yuv_src<F, J + 1>::get(d, duv, y[0], u[0], w[0]);
-        yuv_src<F, J + 2>::get(d, duv, y[1], u[1], w[1]);
-        fv__yuv_to_rgb_grid_scaled2(y, u, w, c);
+        yuv_src<F, J + 1>::off(d, duv, y[0], u[0], w[0]);
+        yuv_src<F, J + 2>::off(d, duv, y[1], u[1], w[1]);
+        fv__yuv_offsets_to_rgb_grid_scaled2(y, u, w, c);
 #pragma unroll
         for (int k = 0; k < 2; k++) {
             if (P == 1) {
