@@ -824,8 +824,10 @@ extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t
         snprintf(why, why_n, "stride %d x %d channels read is not a multiple of 8", g->sw, g->cm);
         return 0;
     }
-    /* 12 rows: two rows a warp only (6 warps) */
-    if (!(g->th == 4 || g->th == 8 || g->th == 16 || (g->th == 12 && g->two == 1)) ||
+    /* 12 rows: persistent blocks of two rows a warp only (6 warps; engine
+     * 312, the one autotune offers and the tests run) */
+    if (!(g->th == 4 || g->th == 8 || g->th == 16 ||
+          (g->th == 12 && g->two == 1 && g->persistent == 1)) ||
         (g->persistent & ~1) || (g->pair & ~1) || (g->two & ~1) || g->r < 1 || g->s < 1 ||
         g->sh < 1 || g->sw < 1 || g->n < 1 || g->p < 1 || g->q < 1 || g->n > 65535 ||
         (g->p + g->th - 1) / g->th > 65535) {
