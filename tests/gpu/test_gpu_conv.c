@@ -253,6 +253,7 @@ static void direct_kernel_matches_cpu_reference(void **state) {
         {1, 64, 64, 2, 16, 3, 3, 2, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0.5f, 1, DT},
         {2, 30, 50, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, D},
         {1, 31, 45, 3, 5, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, D}, /* K padded */
+        {1, 35, 40, 2, 16, 5, 5, 1, 2, 1, 1, FV_ACT_TANH, 0, 1, D},   /* C 2: 8 read */
         /* pairs: S 1, 2, 4, 7 (steps of 1, 1, 2, 3), stride 3, one row */
         {1, 17, 66, 1, 8, 1, 1, 1, 0, 1, 1, FV_ACT_RELU, 0, 1, D},
         {1, 17, 66, 2, 16, 2, 2, 1, 0, 1, 1, FV_ACT_TANH, 0, 1, D},
@@ -271,12 +272,15 @@ static void direct_kernel_matches_cpu_reference(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double e = run_case(&cases[i], 1);
         if (!(e <= 2e-3)) fail_msg("direct case %zu: relative L2 error %.3e > 2e-3", i, e);
-        /* C <= 4 reads 8 channels a pixel first where two rows a warp run
-         * (stride 1, 3x3 or 5x5, K <= 32), else 4: in pairs of pixels with
-         * an odd horizontal stride */
+        /* C <= 4 where two rows a warp run (stride 1, 3x3 or 5x5, K <= 32):
+         * packed taps first (C of 1, 3 or 4), else 8 channels a pixel; else
+         * 4: in pairs of pixels with an odd horizontal stride */
         const conv_case *cc = &cases[i];
         int two = cc->stride == 1 && cc->r == cc->s && (cc->r == 3 || cc->r == 5) && cc->k <= 32;
-        if (cc->flags == D && cc->c <= 4 && two) {
+        if (cc->flags == D && cc->c <= 4 && cc->c != 2 && two) {
+            assert_non_null(strstr(last_info.layout, "packed"));
+            assert_non_null(strstr(last_info.engine, "-packed"));
+        } else if (cc->flags == D && cc->c <= 4 && two) {
             assert_non_null(strstr(last_info.layout, "read as 8"));
         } else if (cc->flags == D && cc->c <= 4) {
             assert_non_null(strstr(last_info.layout, "read as 4"));
@@ -323,6 +327,28 @@ static void write_text(const char *path, const char *text) {
 static int two_rows_slice_case(const conv_case *cc) {
     return (cc->c == 8 && cc->k <= 32 && cc->k % 8 == 0) ||
            ((cc->c == 16 || cc->c == 32) && (cc->k == 16 || cc->k == 32));
+}
+
+/* The profile text with every direct entry's engine number set to engine
+ * into edited (room for 2 more bytes a line). */
+static void set_direct_engines(const char *text, char *edited, const char *engine) {
+    char *o = edited;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line + 1) : strlen(line);
+        const char *eng = strstr(line, " engine=");
+        if (strstr(line, "path=direct") && eng && eng < line + n) {
+            const char *after = strchr(eng + 8, ' ');
+            o += sprintf(o, "%.*s engine=%s", (int)(eng - line), line, engine);
+            memcpy(o, after, (size_t)(line + n - after));
+            o += line + n - after;
+        } else {
+            memcpy(o, line, n);
+            o += n;
+        }
+        line += n;
+    }
+    *o = 0;
 }
 
 /* Whether two rows a warp run case cc (a 3x3 or 5x5 of the variants test,
@@ -385,24 +411,7 @@ static void direct_kernel_variants_from_profile(void **state) {
                            "-4rows-persistent-2w",
                            "-12rows-persistent-2w"};
     for (int v = 0; v < 11; v++) {
-        /* every direct entry's engine becomes rows[v] */
-        char *o = edited;
-        for (const char *line = text; *line;) {
-            const char *nl = strchr(line, '\n');
-            size_t n = nl ? (size_t)(nl - line + 1) : strlen(line);
-            const char *eng = strstr(line, " engine=");
-            if (strstr(line, "path=direct") && eng && eng < line + n) {
-                const char *after = strchr(eng + 8, ' ');
-                o += sprintf(o, "%.*s engine=%s", (int)(eng - line), line, rows[v]);
-                memcpy(o, after, (size_t)(line + n - after));
-                o += line + n - after;
-            } else {
-                memcpy(o, line, n);
-                o += n;
-            }
-            line += n;
-        }
-        *o = 0;
+        set_direct_engines(text, edited, rows[v]);
         write_text(path, edited);
         fv_context *ctx2 = NULL, *saved = gpu;
         fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
@@ -435,6 +444,84 @@ static void direct_kernel_variants_from_profile(void **state) {
         gpu = saved;
         fv_context_destroy(ctx2);
     }
+    free(text);
+    free(edited);
+    remove(path);
+}
+
+/* Packed taps (C of 1, 3 or 4; 3x3 and 5x5; K 8, 12 as 16, 16, 32) in
+ * each of their block geometries (4, 8, 12, 16 rows, persistent, two rows
+ * a warp: engines 704-716) through profile entries naming them, into whole
+ * outputs and channel slices, partial tiles, a batch of 2. */
+static void direct_kernel_packed_taps_variants(void **state) {
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    make_temp_file(path);
+    fv_test_seed(5150);
+    const uint32_t D = FV_CONV2D_DIRECT;
+    const conv_case cases[] = {
+        {1, 45, 70, 3, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {2, 37, 61, 3, 12, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, D},
+        {1, 30, 50, 1, 8, 5, 5, 1, 2, 1, 1, FV_ACT_IDENTITY, 0, 0, D},
+        {1, 33, 65, 1, 16, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 1, D},
+        {1, 29, 41, 4, 16, 5, 5, 1, 2, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, D},
+        {1, 19, 97, 4, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {1, 40, 64, 3, 8, 5, 5, 1, 0, 1, 1, FV_ACT_CLIPPED_RELU, 0.5f, 1, D}, /* no padding */
+    };
+    enum { NCASES = sizeof cases / sizeof cases[0] };
+    for (size_t i = 0; i < NCASES; i++) {
+        double e = run_case(&cases[i], 1);
+        if (!(e <= 2e-3)) fail_msg("packed case %zu: error %.3e", i, e);
+        assert_non_null(strstr(last_info.engine, "-packed"));
+        if (cases[i].k % 8) continue;
+        g_slice = 1; /* an op into a channel slice has its own profile entry */
+        assert_true(run_case(&cases[i], 1) <= 2e-3);
+        g_slice = 0;
+    }
+    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+    size_t len = 0;
+    char *text = read_text(path, &len);
+    char *edited = malloc(2 * len + 1);
+    assert_non_null(edited);
+    const char *engines[] = {"704", "708", "712", "716"};
+    const char *names[] = {"-4rows-persistent-2w-packed", "-8rows-persistent-2w-packed",
+                           "-12rows-persistent-2w-packed", "-16rows-persistent-2w-packed"};
+    for (int v = 0; v < 4; v++) {
+        set_direct_engines(text, edited, engines[v]);
+        write_text(path, edited);
+        fv_context *ctx2 = NULL, *saved = gpu;
+        fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+        FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+        gpu = ctx2;
+        for (size_t i = 0; i < NCASES; i++)
+            for (int slice = 0; slice < 2 - (cases[i].k % 8 != 0); slice++) {
+                conv_case cc = cases[i];
+                cc.flags = 0; /* the profile decides */
+                g_slice = slice;
+                double e = run_case(&cc, 1);
+                g_slice = 0;
+                assert_non_null(strstr(last_info.engine, names[v]));
+                assert_non_null(strstr(last_info.choice, "profile"));
+                if (!(e <= 2e-3))
+                    fail_msg("engine %s, case %zu%s: error %.3e", engines[v], i,
+                             slice ? ", slice" : "", e);
+            }
+        gpu = saved;
+        fv_context_destroy(ctx2);
+    }
+    /* a packed engine number on a form without packed taps, and the other
+     * way round, is refused: the op chooses anew */
+    set_direct_engines(text, edited, "316");
+    write_text(path, edited);
+    fv_context *ctx3 = NULL, *saved = gpu;
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx3));
+    gpu = ctx3;
+    conv_case cc = cases[0];
+    cc.flags = 0;
+    assert_true(run_case(&cc, 1) <= 2e-3);
+    assert_null(strstr(last_info.choice, "profile"));
+    gpu = saved;
+    fv_context_destroy(ctx3);
     free(text);
     free(edited);
     remove(path);
@@ -1080,6 +1167,8 @@ static void direct_kernel_heuristic_takes_wide_pixels(void **state) {
         {{1, 512, 512, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
          "fovea-direct-8rows-persistent-2w"},
         {{1, 64, 64, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE}, NULL},
+        {{1, 512, 512, 3, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
+         "fovea-direct-8rows-persistent-2w-packed"},
         {{1, 512, 512, 32, 32, 3, 3, 2, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE}, NULL},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -1451,6 +1540,7 @@ int main(void) {
         cmocka_unit_test(matches_cpu_reference),
         cmocka_unit_test(direct_kernel_matches_cpu_reference),
         cmocka_unit_test(direct_kernel_variants_from_profile),
+        cmocka_unit_test(direct_kernel_packed_taps_variants),
         cmocka_unit_test(legacy_fused_from_profile),
         cmocka_unit_test(residual_matches_cpu_reference),
         cmocka_unit_test(residual_is_checked),

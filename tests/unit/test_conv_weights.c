@@ -107,6 +107,27 @@ static void direct_kernel_forms_match_the_reference(void **state) {
         check(&(fv__conv_wpack){16, 3, 3, s, 1, 1, 4, 16, kr, 1}, "direct kernel, pairs");
         check(&(fv__conv_wpack){5, 4, s, s, 1, 1, 4, 8, kr, 1}, "direct kernel, pairs, odd K");
     }
+    /* packed taps: wc = C (1, 3, 4), tap s's channels at s * C, kr = S * C
+     * rounded up to 16 */
+    const int pcs[] = {1, 3, 4};
+    for (int i = 0; i < 3; i++)
+        for (int s = 3; s <= 5; s += 2) {
+            int c = pcs[i];
+            check(&(fv__conv_wpack){32, c, s, s, 1, 1, c, 32, up(s * c, 16), 0},
+                  "direct kernel, packed taps");
+            check(&(fv__conv_wpack){12, c, s, s, 1, 1, c, 16, up(s * c, 16), 0},
+                  "direct kernel, packed taps, K padded");
+        }
+    /* the place the kernel reads: 5x5 RGB, K 16: W[k 9][c 2][r 1][s 4] at
+     * filter row 1, tile 1, position 4 * 3 + 2 of 16, lane 1 */
+    fv__conv_wpack p = {16, 3, 5, 5, 1, 1, 3, 16, 16, 0};
+    fv_half w[16 * 3 * 25], out[5 * 2 * 16 * 8];
+    assert_int_equal(fv__conv_wpack_count(&p), sizeof out / sizeof out[0]);
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        w[i] = (fv_half)(i + 1);
+    fv__conv_wpack_run(&p, w, out);
+    assert_int_equal(out[((1 * 2 + 1) * 16 + 14) * 8 + 1], w[((9 * 3 + 2) * 5 + 1) * 5 + 4]);
+    assert_int_equal(out[((1 * 2 + 1) * 16 + 15) * 8 + 1], 0); /* past S x C */
 }
 
 static void large_layers_pack_on_threads_alike(void **state) {

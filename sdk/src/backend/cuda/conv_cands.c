@@ -129,10 +129,11 @@ static void legacy_fused_candidates(fv_conv2d *op, const fv__conv_legacy *l, int
 }
 
 /* The direct kernel's geometry for form f: variant = th rows per block, + 100
- * when persistent, + 200 with two rows a warp (both: + 300; the engine
- * number profiles store). */
+ * when persistent, + 200 with two rows a warp (both: + 300), + 400 with
+ * packed taps (the engine number profiles store). */
 static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form *f, int variant) {
     const fv_conv2d_desc *d = &op->desc;
+    variant %= 400;
     return (fv__conv_direct_geom){.n = d->n,
                                   .h = d->h,
                                   .w = d->w,
@@ -152,7 +153,8 @@ static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form
                                   .pw = d->pad_w,
                                   .th = variant % 100,
                                   .persistent = variant / 100 % 2,
-                                  .two = variant / 100 >= 2};
+                                  .two = variant / 100 >= 2,
+                                  .pc = f->pc};
 }
 
 /* A direct-kernel candidate of form f, variant as in direct_geom; 0 (why
@@ -160,8 +162,9 @@ static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form
 static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, fv__conv_cand *c,
                             char *why, size_t why_n) {
     memset(c, 0, sizeof *c);
-    if (variant < 0 || variant > 399) {
-        snprintf(why, why_n, "variant %d", variant);
+    if (variant < 0 || variant > 799 || (variant >= 400) != (f->pc != 0)) {
+        snprintf(why, why_n, "variant %d%s", variant,
+                 f->pc ? " (packed taps: 400-799)" : " (0-399 without packed taps)");
         return 0;
     }
     c->dg = direct_geom(op, f, variant);
@@ -182,10 +185,12 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, 
     c->choice.path = FV__PATH_DIRECT;
     c->choice.cdecl_ = f->cd;
     c->choice.engine = variant;
-    snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows%s%s", th,
-             c->dg.persistent ? "-persistent" : "", c->dg.two ? "-2w" : "");
-    snprintf(c->how, sizeof c->how, "fovea direct kernel, %d rows a block%s%s, %zu B shared", th,
-             c->dg.persistent ? ", persistent" : "", c->dg.two ? ", two rows a warp" : "", smem);
+    snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows%s%s%s", th,
+             c->dg.persistent ? "-persistent" : "", c->dg.two ? "-2w" : "",
+             c->dg.pc ? "-packed" : "");
+    snprintf(c->how, sizeof c->how, "fovea direct kernel, %d rows a block%s%s%s, %zu B shared", th,
+             c->dg.persistent ? ", persistent" : "", c->dg.two ? ", two rows a warp" : "",
+             c->dg.pc ? ", packed taps" : "", smem);
     return 1;
 }
 
@@ -210,6 +215,16 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
     const int *ths = d->r * d->s >= 25 ? big : small;
     int first_persistent = (long)d->n * op->p * op->q <= 600000;
     int offered = 0;
+    if (f->pc) { /* packed taps: persistent, two rows a warp, 4-16 rows */
+        static const int packed[] = {708, 716, 712, 704};
+        for (int i = 0; i < 4 && *n < max; i++) {
+            if (!direct_candidate(op, f, packed[i], &out[*n], why, why_n)) continue;
+            (*n)++;
+            offered++;
+            if (first_only) break;
+        }
+        return offered;
+    }
     for (int i = 0; i < 11 && *n < max; i++) {
         /* i 0: 316 (wide pixels: 308); 1-6: one row a warp; 7-10: the other
          * two-rows variants (wide pixels: 304, 316, 312, the only others
@@ -349,7 +364,7 @@ fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
         if (forms[i].cd != e->cdecl_ || !forms[i].kr != (e->path != FV__PATH_DIRECT)) continue;
         if (e->path == FV__PATH_DIRECT) {
             char why[160];
-            if (e->engine > 399 ||
+            if (e->engine > 799 ||
                 !direct_candidate(op, &forms[i], (int)e->engine, out, why, sizeof why))
                 continue;
             out->choice = *e;

@@ -101,22 +101,30 @@ static int add_form(const fv_conv2d *op, fv__conv_form *out, int n, int groups, 
 }
 
 /* fovea's direct kernel reading cm of the cp stored channels (pair: 4 in
- * pairs of pixels). */
-static int add_direct_form(const fv_conv2d *op, fv__conv_form *out, int n, int cm, int pair) {
+ * pairs of pixels; pc: 4 read, the op's pc channels a tap packed). */
+static int add_direct_form(const fv_conv2d *op, fv__conv_form *out, int n, int cm, int pair,
+                           int pc) {
     const fv_conv2d_desc *d = &op->desc;
     int cp = FV_ROUND_UP(d->c, 8), kp = FV_ROUND_UP(d->k, 8);
     if (cm > cp || kp > 64) return n;
-    int kr = pair ? 16 * (d->s / 2 > 1 ? d->s / 2 : 1) : FV_ROUND_UP(d->s * cm, 16);
+    int kr = pc     ? FV_ROUND_UP(d->s * pc, 16)
+             : pair ? 16 * (d->s / 2 > 1 ? d->s / 2 : 1)
+                    : FV_ROUND_UP(d->s * cm, 16);
     out[n] = (fv__conv_form){.groups = 1,
-                             .wc = cm,
+                             .wc = pc ? pc : cm,
                              .kp = kp,
                              .cs = cp,
                              .cd = cm,
                              .kr = kr,
                              .pair = pair,
+                             .pc = pc,
                              .ys = op->ys ? op->ys : kp};
-    snprintf(out[n].name, sizeof out[n].name, "direct, C stored as %d, read as %d%s, K %d", cp, cm,
-             pair ? " in pairs" : "", kp);
+    if (pc)
+        snprintf(out[n].name, sizeof out[n].name,
+                 "direct, C stored as %d, taps of %d channels packed, K %d", cp, pc, kp);
+    else
+        snprintf(out[n].name, sizeof out[n].name, "direct, C stored as %d, read as %d%s, K %d", cp,
+                 cm, pair ? " in pairs" : "", kp);
     return n + 1;
 }
 
@@ -131,11 +139,12 @@ static int two_rows_geometry(const fv_conv2d_desc *d) {
  * of the op's; 4 (C <= 4) as they are with an even horizontal stride, else
  * in pairs of pixels. None when the op is outside its range (C > 32 among
  * others: reading the first 32 channels would compute another
- * convolution). With C <= 4 the 8-channel form comes first where its
- * two-rows-a-warp kernels run (stride 1, 3x3 or 5x5, K <= 32): the input
- * is stored as 8 channels either way, so reading 8 moves the same sectors,
- * and on 1920x1080x3->32 5x5 (H100) it ran 0.094 ms against 0.130 for
- * the 4-channel form's heuristic choice. */
+ * convolution). With C <= 4 where two rows a warp run (stride 1, 3x3 or
+ * 5x5, K <= 32): first packed taps (C of 1, 3 or 4: a filter row's taps in
+ * one 16-wide step), then 8 channels read (the input is stored as 8
+ * channels either way, so reading 8 moves the same sectors; on
+ * 1920x1080x3->32 5x5 (H100) it ran 0.094 ms against 0.130 for the
+ * 4-channel form's heuristic choice). */
 static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
     const fv_conv2d_desc *d = &op->desc;
     if (d->groups != 1 || d->dilation_h != 1 || d->dilation_w != 1 || d->dtype != FV_DTYPE_F16 ||
@@ -143,9 +152,10 @@ static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
         return n;
     int cm = d->c <= 8 ? 8 : d->c <= 16 ? 16 : 32;
     int two = two_rows_geometry(d) && FV_ROUND_UP(d->k, 8) <= 32;
-    if (d->c <= 4 && two) n = add_direct_form(op, out, n, 8, 0);
-    if (d->c <= 4) n = add_direct_form(op, out, n, 4, d->stride_w % 2 != 0);
-    return d->c <= 4 && two ? n : add_direct_form(op, out, n, cm, 0);
+    if ((d->c == 1 || d->c == 3 || d->c == 4) && two) n = add_direct_form(op, out, n, 4, 0, d->c);
+    if (d->c <= 4 && two) n = add_direct_form(op, out, n, 8, 0, 0);
+    if (d->c <= 4) n = add_direct_form(op, out, n, 4, d->stride_w % 2 != 0, 0);
+    return d->c <= 4 && two ? n : add_direct_form(op, out, n, cm, 0, 0);
 }
 
 /* The heuristic for the direct kernel without timing, from the H100

@@ -23,6 +23,8 @@ typedef struct fv__conv_form {
     int kr;     /* direct kernel: weights per (k, filter row), S * cd rounded up to
                    16 (zero past S * cd); 0 for cuDNN's forms (S * wc) */
     int pair;   /* direct kernel: 4 channels in pairs of pixels (conv_direct.cuh) */
+    int pc;     /* direct kernel: packed taps of pc channels (conv_direct.cuh; then wc
+                   = pc, cd = 4); 0: off */
     int ys;     /* output pixel stride: kp, or the op's ys (a channel slice of a wider
                    tensor: fv__conv2d_create_into; then kp == K) */
     char name[96];

@@ -81,6 +81,11 @@ constexpr int window_stride(int cm, bool pair, int sw, int s, int kr) {
  * aligned rows, as its loads need; wide pixels: of 8, ldmatrix's 16 bytes). */
 void window_of(const fv__conv_direct_geom *g, int *rows, int *cols, int *stride) {
     *rows = (g->th - 1) * g->sh + g->r;
+    if (g->pc) { /* packed taps: 4 channels (8 bytes) of 31 + S pixels, as copied */
+        *cols = 31 + g->s;
+        *stride = (*cols * 4 + 7) / 8 * 8;
+        return;
+    }
     *cols = window_cols(g->cm, g->pair != 0, g->sw, g->s, g->kr);
     *stride = window_stride(g->cm, g->pair != 0, g->sw, g->s, g->kr);
 }
@@ -90,6 +95,19 @@ int window_halves(const fv__conv_direct_geom *g) {
     int rows, cols, stride;
     window_of(g, &rows, &cols, &stride);
     return (rows * stride + 63) / 64 * 64;
+}
+
+/* Packed taps: a vector of kr halves per input row and output column
+ * (kr + 8 apart: the 8 rows an ldmatrix phase reads, 48 or 80 bytes
+ * apart, fall in distinct bank groups, as with wide pixels). */
+__host__ __device__ constexpr int packed_px(int kr) {
+    return kr + 8;
+}
+__host__ __device__ constexpr int packed_kr(int pc, int s) {
+    return (s * pc + 15) / 16 * 16;
+}
+int packed_halves(const fv__conv_direct_geom *g) {
+    return g->pc ? ((g->th - 1) * g->sh + g->r) * 32 * packed_px(g->kr) : 0;
 }
 
 /* kr and the window's row stride (window_of) of a fixed kernel: stride 1,
@@ -150,7 +168,7 @@ size_t smem_of(const fv__conv_direct_geom *g) {
     size_t common = (size_t)g->kp * g->r * g->kr * 2 +
                     (size_t)stage_floats(warps_of(g), g->two || wide(g->cm, g->pair != 0)) * 4 +
                     (size_t)bias_floats(g->kp) * 4;
-    if (g->persistent) return common + (size_t)2 * window_halves(g) * 2;
+    if (g->persistent) return common + ((size_t)2 * window_halves(g) + packed_halves(g)) * 2;
     int rows, cols, stride;
     window_of(g, &rows, &cols, &stride);
     return common + (size_t)rows * stride * 2;
@@ -514,30 +532,53 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const unsigned (&a)[2], 
     mma1688(c, a[0], a[1], b[0]);
 }
 
+/* The operands of two rows a warp, at compile time: R filter rows; KR
+ * weights per (k, filter row); the 16-wide steps below KF (a last one of 8
+ * from KF to KR where KF < KR); PX halves between neighbouring output
+ * pixels' operand rows, ROW_STRIDE between input rows; at(kc) the offset
+ * of step kc in a pixel's row. Window pixels (pixel_ops: the pixel's cm
+ * channels, taps side by side, or wide pixels of cm + 8 halves) or packed
+ * taps (packed_ops: a vector per output column). */
+template <int CM, int RT> struct pixel_ops {
+    typedef fixed<CM, false, RT> F;
+    static constexpr int R = RT, KR = F::KR, PX = wide_pixels<CM, false>::px;
+    static constexpr int ROW_STRIDE = F::ROW_STRIDE;
+    /* a filter row of 3 or 5 taps of 8 channels: 24 or 40 halves */
+    static constexpr int KF = (RT * CM) % 16 == 8 ? KR - 16 : KR;
+    static __device__ __forceinline__ int at(int kc) { /* tap kc / CM, channels kc % CM on */
+        return kc + (kc / CM) * (PX - CM);
+    }
+};
+template <int PC, int RT> struct packed_ops {
+    static constexpr int R = RT, KR = packed_kr(PC, RT), PX = packed_px(KR);
+    static constexpr int ROW_STRIDE = 32 * PX;
+    static constexpr int KF = (RT * PC + 7) / 8 * 8 % 16 == 8 ? KR - 16 : KR;
+    static __device__ __forceinline__ int at(int kc) {
+        return kc;
+    }
+};
+
 /* One step of compute_tile_two at kc: W = 4, 16 halves (m16n8k16); W = 2,
- * the last tap's 8 (m16n8k8). Input row r + 1's A fragments are loaded
- * once and serve filter row r + 1 of the first output row and r of the
- * second. */
-template <int W, int CM, int NF, int RT>
+ * the last 8 (m16n8k8). Input row r + 1's A fragments are loaded once and
+ * serve filter row r + 1 of the first output row and r of the second. */
+template <int W, class O, int NF>
 __device__ __forceinline__ void two_step(float (&acc)[2][2][NF][4], const __half *arow,
                                          const __half *brow, int kc) {
-    typedef fixed<CM, false, RT> F;
-    constexpr int PX = wide_pixels<CM, false>::px;
-    const int ko = kc + (kc / CM) * (PX - CM); /* tap kc / CM, channels kc % CM on */
-    unsigned fa[2][2][W];                      /* [input row parity][pixels 0-15, 16-31] */
+    const int ko = O::at(kc);
+    unsigned fa[2][2][W]; /* [input row parity][pixels 0-15, 16-31] */
     load_a(fa[0][0], arow + ko);
-    load_a(fa[0][1], arow + ko + 16 * PX);
+    load_a(fa[0][1], arow + ko + 16 * O::PX);
 #pragma unroll
-    for (int r = 0; r < F::R; r++) {
+    for (int r = 0; r < O::R; r++) {
         /* fa[r % 2]: input row 2 warp + r; fa[(r + 1) % 2]: the row below */
-        const __half *ap = arow + (size_t)(r + 1) * F::ROW_STRIDE + ko;
+        const __half *ap = arow + (size_t)(r + 1) * O::ROW_STRIDE + ko;
         load_a(fa[(r + 1) % 2][0], ap);
-        load_a(fa[(r + 1) % 2][1], ap + 16 * PX);
-        const __half *bp = brow + ((size_t)r * NF * F::KR + kc) * 8;
+        load_a(fa[(r + 1) % 2][1], ap + 16 * O::PX);
+        const __half *bp = brow + ((size_t)r * NF * O::KR + kc) * 8;
 #pragma unroll
         for (int j = 0; j < NF; j += 2) {
             unsigned b[W];
-            load_b(b, bp + (size_t)j * F::KR * 8, j + 1 < NF, F::KR);
+            load_b(b, bp + (size_t)j * O::KR * 8, j + 1 < NF, O::KR);
 #pragma unroll
             for (int h = 0; h < 2 && j + h < NF; h++)
 #pragma unroll
@@ -560,35 +601,61 @@ __device__ __forceinline__ void two_step(float (&acc)[2][2][NF][4], const __half
  * from the other variants'. mma.sync's C fragment has a defined layout, so
  * the epilogue goes from registers (epilogue_regs), without the FP32
  * shared-memory stage of the others. */
-template <int CM, int NF, int RT>
+template <class O, int NF>
 __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __half *sx,
                                                  const __half *sw, const float *sbias, int n,
                                                  int oy0, int ox0) {
-    typedef fixed<CM, false, RT> F;
-    static_assert(F::on && (NF == 1 || NF % 2 == 0),
-                  "two rows a warp: fixed geometry, K of 8 or a multiple of 16");
-    constexpr int PX = wide_pixels<CM, false>::px; /* halves a window pixel */
+    static_assert(NF == 1 || NF % 2 == 0, "two rows a warp: K of 8 or a multiple of 16");
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float acc[2][2][NF][4] = {}; /* [output row][pixels 0-15, 16-31][tile][C fragment] */
     /* ldmatrix: lane l points at pixel l % 16, halves + 8 (l / 16): the next
-     * tap (8 channels) or the tap's next 8 channels (wide) */
+     * tap (8 channels), the tap's next 8 channels (wide) or the next 8
+     * positions (packed) */
     const __half *arow =
-        sx + (size_t)(2 * warp) * F::ROW_STRIDE + (lane & 15) * PX + (lane >> 4) * 8;
-    const __half *brow = sw + ((size_t)(lane >> 4) * F::KR + (lane & 15)) * 8;
+        sx + (size_t)(2 * warp) * O::ROW_STRIDE + (lane & 15) * O::PX + (lane >> 4) * 8;
+    const __half *brow = sw + ((size_t)(lane >> 4) * O::KR + (lane & 15)) * 8;
     /* A filter row of 3 or 5 taps of 8 channels is 24 or 40 halves: its
      * last 16-wide step holds one tap and 8 halves of padding, which go
      * through m16n8k8 instead: a sixth of the tensor work and operand loads
      * at 5x5, a quarter at 3x3. There B's lanes 0-7 point at tile j's rows,
      * 8-15 at tile j + 1's. */
-    constexpr int KF = (RT * CM) % 16 == 8 ? F::KR - 16 : F::KR; /* the full steps */
 #pragma unroll
-    for (int kc = 0; kc < KF; kc += 16)
-        two_step<4, CM, NF, RT>(acc, arow, brow, kc);
-    if (KF < F::KR) {
-        const __half *brow8 = sw + ((size_t)((lane >> 3) & 1) * F::KR + (lane & 7)) * 8;
-        two_step<2, CM, NF, RT>(acc, arow, brow8, KF);
+    for (int kc = 0; kc < O::KF; kc += 16)
+        two_step<4, O, NF>(acc, arow, brow, kc);
+    if (O::KF < O::KR) {
+        const __half *brow8 = sw + ((size_t)((lane >> 3) & 1) * O::KR + (lane & 7)) * 8;
+        two_step<2, O, NF>(acc, arow, brow8, O::KF);
     }
     epilogue_regs<NF, 2>(a, acc, sbias, n, oy0 + 2 * warp, ox0);
+}
+
+/* Packed taps: from the window as copied (4 channels, 8 bytes, a pixel;
+ * a.row_stride halves a row) to O's vectors: for each input row and output
+ * column m, tap s's PC channels (of pixel m + s) at s * PC, zeros up to KR
+ * (finite: 0 x weight 0 stays 0). */
+template <int PC, int RT>
+__device__ __forceinline__ void pack_taps(const direct_args &a, const __half *win, __half *packed) {
+    typedef packed_ops<PC, RT> O;
+    const int items = a.rows_in * 32;
+    for (int i = threadIdx.x; i < items; i += blockDim.x) {
+        const int ry = i >> 5, m = i & 31;
+        const __half *src = win + (size_t)ry * a.row_stride + m * 4;
+        unsigned v[O::KR] = {}; /* 16-bit values */
+#pragma unroll
+        for (int t = 0; t < RT; t++) {
+            const uint2 px = *reinterpret_cast<const uint2 *>(src + t * 4);
+            const unsigned c[4] = {px.x & 0xffffu, px.x >> 16, px.y & 0xffffu, px.y >> 16};
+#pragma unroll
+            for (int ch = 0; ch < PC; ch++)
+                v[t * PC + ch] = c[ch];
+        }
+        uint4 *dst = reinterpret_cast<uint4 *>(packed + (size_t)ry * O::ROW_STRIDE + m * O::PX);
+#pragma unroll
+        for (int u = 0; u < O::KR / 8; u++)
+            dst[u] =
+                make_uint4(v[8 * u] | v[8 * u + 1] << 16, v[8 * u + 2] | v[8 * u + 3] << 16,
+                           v[8 * u + 4] | v[8 * u + 5] << 16, v[8 * u + 6] | v[8 * u + 7] << 16);
+    }
 }
 
 template <int CM, int NF, bool PAIR, int RT>
@@ -616,21 +683,30 @@ __device__ __forceinline__ void load_weights(const direct_args &a, __half *sw, f
         copy_async<16>(sw + (size_t)i * 8, a.w + (size_t)i * 8, true);
 }
 
-/* A block a tile: the window with plain loads, then the MMAs (measured
- * faster than the persistent kernel on large outputs: 0.091 vs 0.116 ms on
- * 2048x2048x8->8). Shared memory: window, weights, stage, bias. */
-template <int CM, int NF, bool PAIR, int RT, bool TWO> struct tile_of {
-    static __device__ __forceinline__ void run(const direct_args &a, const __half *sx,
+/* One tile from its window sx: one row a warp, two (TWO), or packed taps
+ * (PC > 0: two rows a warp from the vectors pack_taps writes to `packed`,
+ * between two barriers of the whole block). */
+template <int CM, int NF, bool PAIR, int RT, bool TWO, int PC = 0> struct tile_of {
+    static __device__ __forceinline__ void run(const direct_args &a, const __half *sx, __half *,
                                                const __half *sw, float *stage, const float *sbias,
                                                int n, int oy0, int ox0) {
         compute_tile<CM, NF, PAIR, RT>(a, sx, sw, stage, sbias, n, oy0, ox0);
     }
 };
-template <int CM, int NF, int RT> struct tile_of<CM, NF, false, RT, true> {
+template <int CM, int NF, int RT> struct tile_of<CM, NF, false, RT, true, 0> {
+    static __device__ __forceinline__ void run(const direct_args &a, const __half *sx, __half *,
+                                               const __half *sw, float *, const float *sbias, int n,
+                                               int oy0, int ox0) {
+        compute_tile_two<pixel_ops<CM, RT>, NF>(a, sx, sw, sbias, n, oy0, ox0);
+    }
+};
+template <int NF, int RT, int PC> struct tile_of<4, NF, false, RT, true, PC> {
     static __device__ __forceinline__ void run(const direct_args &a, const __half *sx,
-                                               const __half *sw, float *stage, const float *sbias,
-                                               int n, int oy0, int ox0) {
-        compute_tile_two<CM, NF, RT>(a, sx, sw, sbias, n, oy0, ox0);
+                                               __half *packed, const __half *sw, float *,
+                                               const float *sbias, int n, int oy0, int ox0) {
+        pack_taps<PC, RT>(a, sx, packed);
+        __syncthreads();
+        compute_tile_two<packed_ops<PC, RT>, NF>(a, packed, sw, sbias, n, oy0, ox0);
     }
 };
 
@@ -649,18 +725,19 @@ __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
     copy_commit();
     fv_k::copy_wait<0>();
     __syncthreads();
-    tile_of<CM, NF, PAIR, RT, TWO>::run(a, sx, sw, stage, sbias, n, oy0, ox0);
+    tile_of<CM, NF, PAIR, RT, TWO>::run(a, sx, nullptr, sw, stage, sbias, n, oy0, ox0);
 }
 
 /* Persistent blocks (as many as fit at once): each loads the weights once,
  * then walks tiles (th output rows x 32 columns) gridDim.x apart, loading
  * the next tile's window (asynchronously on SM 8.0+) while it computes this
- * one. Shared memory: weights, stage, bias (128-byte units), two windows.
+ * one. Shared memory: weights, stage, bias (128-byte units), two windows
+ * (packed taps: then the vectors of one).
  * No minimum of blocks in the launch bounds: an explicit 1 let ptxas take
  * 146 registers instead of 128 (5x5, K 32) and 68 instead of 50 (3x3, K
  * 8), and the 16-row 5x5 kernel ran 28% slower at one block an SM (H100,
  * docs/bench/RESULTS.md). */
-template <int CM, int NF, bool PAIR, int RT = 0, bool TWO = false>
+template <int CM, int NF, bool PAIR, int RT = 0, bool TWO = false, int PC = 0>
 __global__ void __launch_bounds__(TWO ? 256 : 512) direct_kernel_persistent(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int nwarps = blockDim.x >> 5, rows = nwarps * (TWO ? 2 : 1); /* output rows a tile */
@@ -668,7 +745,7 @@ __global__ void __launch_bounds__(TWO ? 256 : 512) direct_kernel_persistent(dire
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
     float *sbias = stage + stage_floats(nwarps, TWO || wide_pixels<CM, PAIR>::on);
     __half *win0 = reinterpret_cast<__half *>(sbias + bias_floats(NF * 8)),
-           *win1 = win0 + a.win_halves;
+           *win1 = win0 + a.win_halves, *packed = win1 + a.win_halves;
     const int tiles_x = (a.q + 31) / 32, tiles_y = (a.p + rows - 1) / rows;
     const int total = tiles_x * tiles_y * a.n;
     load_weights<NF>(a, sw, sbias);
@@ -689,8 +766,8 @@ __global__ void __launch_bounds__(TWO ? 256 : 512) direct_kernel_persistent(dire
         fv_k::copy_wait<1>(); /* this tile's window has landed */
         __syncthreads();
         const int tx = t % tiles_x, rest = t / tiles_x;
-        tile_of<CM, NF, PAIR, RT, TWO>::run(a, cur, sw, stage, sbias, rest / tiles_y,
-                                            (rest % tiles_y) * rows, tx * 32);
+        tile_of<CM, NF, PAIR, RT, TWO, PC>::run(a, cur, packed, sw, stage, sbias, rest / tiles_y,
+                                                (rest % tiles_y) * rows, tx * 32);
         __syncthreads(); /* everyone is done with cur before it is refilled */
     }
     fv_k::copy_wait<0>(); /* a block without a tile: its weights' copies */
@@ -779,7 +856,28 @@ int fixed_rows(const fv__conv_direct_geom *g) {
     return g->r == 3 || g->r == 5 ? g->r : 0;
 }
 
+/* Packed taps: PC channels, K stored as 8 NF, R = S = rt. */
+template <int PC, int NF> kernel_fn packed_of(int rt) {
+    return rt == 3   ? direct_kernel_persistent<4, NF, false, 3, true, PC>
+           : rt == 5 ? direct_kernel_persistent<4, NF, false, 5, true, PC>
+                     : nullptr;
+}
+template <int PC> kernel_fn packed_nf(int nf, int rt) {
+    return nf == 1   ? packed_of<PC, 1>(rt)
+           : nf == 2 ? packed_of<PC, 2>(rt)
+           : nf == 4 ? packed_of<PC, 4>(rt)
+                     : nullptr;
+}
+
 kernel_fn pick(const fv__conv_direct_geom *g) {
+    if (g->pc) {
+        if (g->cm != 4 || !g->two || !g->persistent || g->r != g->s) return nullptr;
+        const int nf = g->kp / 8;
+        return g->pc == 1   ? packed_nf<1>(nf, g->r)
+               : g->pc == 3 ? packed_nf<3>(nf, g->r)
+               : g->pc == 4 ? packed_nf<4>(nf, g->r)
+                            : nullptr;
+    }
     const int rt = fixed_rows(g);
     if (g->pair) return g->cm == 4 ? pick_nf<4, true>(g->kp / 8, g->persistent, 0, 0) : nullptr;
     switch (g->cm) {
@@ -799,6 +897,7 @@ kernel_fn pick(const fv__conv_direct_geom *g) {
 /* A fixed kernel's compile-time geometry against g's (window_of, kr). */
 bool fixed_matches(const fv__conv_direct_geom *g, int row_stride) {
     const int rt = fixed_rows(g);
+    if (g->pc) return g->kr == packed_kr(g->pc, g->r) && g->kr + 8 == packed_px(g->kr);
     return (!FIXED_KERNELS && !g->two) || rt == 0 ||
            (fixed_stride(g->cm, false, rt) == row_stride && fixed_kr(g->cm, rt) == g->kr);
 }
@@ -808,6 +907,15 @@ bool fixed_matches(const fv__conv_direct_geom *g, int row_stride) {
 extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t *smem, char *why,
                                      size_t why_n) {
     *smem = 0;
+    if (g->pc &&
+        (!(g->pc == 1 || g->pc == 3 || g->pc == 4) || g->cm != 4 || g->pair || !g->two ||
+         !g->persistent || g->sh != 1 || g->sw != 1 || g->r != g->s || (g->r != 3 && g->r != 5) ||
+         !(g->kp == 8 || g->kp == 16 || g->kp == 32) || g->cs % 8)) {
+        snprintf(why, why_n,
+                 "packed taps: C of 1, 3 or 4, stride 1, 3x3 or 5x5, K 8, 16 or 32, two rows a "
+                 "warp in persistent blocks");
+        return 0;
+    }
     if (!(g->cm == 4 || g->cm == 8 || g->cm == 16 || g->cm == 32) || g->cm > g->cs || g->cs % 8) {
         snprintf(why, why_n, "reads %d of %d stored channels (needs 4, 8, 16 or 32)", g->cm, g->cs);
         return 0;
@@ -820,7 +928,7 @@ extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t
         snprintf(why, why_n, "pairs of pixels read 4 channels, not %d", g->cm);
         return 0;
     }
-    if (!g->pair && (g->cm * g->sw) % 8) {
+    if (!g->pair && !g->pc && (g->cm * g->sw) % 8) {
         snprintf(why, why_n, "stride %d x %d channels read is not a multiple of 8", g->sw, g->cm);
         return 0;
     }
@@ -828,15 +936,18 @@ extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t
      * 312, the one autotune offers and the tests run) */
     if (!(g->th == 4 || g->th == 8 || g->th == 16 ||
           (g->th == 12 && g->two == 1 && g->persistent == 1)) ||
-        (g->persistent & ~1) || (g->pair & ~1) || (g->two & ~1) || g->r < 1 || g->s < 1 ||
-        g->sh < 1 || g->sw < 1 || g->n < 1 || g->p < 1 || g->q < 1 || g->n > 65535 ||
+        (g->persistent & ~1) || (g->pair & ~1) || (g->two & ~1) || g->pc < 0 || g->r < 1 ||
+        g->s < 1 || g->sh < 1 || g->sw < 1 || g->n < 1 || g->p < 1 || g->q < 1 || g->n > 65535 ||
         (g->p + g->th - 1) / g->th > 65535) {
         snprintf(why, why_n, "geometry out of range");
         return 0;
     }
-    g->kr = g->pair ? 16 * (g->s / 2 > 1 ? g->s / 2 : 1) : (g->s * g->cm + 15) / 16 * 16;
-    if (g->two && (g->cm < 8 || g->sh != 1 || fixed_rows(g) == 0 || g->kp > 32 ||
-                   (g->cm > 8 && (g->kp < 16 || !g->persistent)))) {
+    g->kr = g->pc     ? packed_kr(g->pc, g->s)
+            : g->pair ? 16 * (g->s / 2 > 1 ? g->s / 2 : 1)
+                      : (g->s * g->cm + 15) / 16 * 16;
+    if (g->two && !g->pc &&
+        (g->cm < 8 || g->sh != 1 || fixed_rows(g) == 0 || g->kp > 32 ||
+         (g->cm > 8 && (g->kp < 16 || !g->persistent)))) {
         snprintf(why, why_n,
                  "two rows a warp: stride 1, 3x3 or 5x5; 8 channels read and K 8, 16 or 32, "
                  "or 16 or 32 read, K 16 or 32 and persistent blocks");

@@ -35,7 +35,17 @@
  * pixel's second copy gets weight 0, and so does pixel 2j when the step
  * before took it), floor(S / 2) steps a filter row (at least 1) where 8
  * channels a pixel take ceil(S / 2): one step instead of two for 3x3 on
- * C <= 4. Any stride (entries are 16 bytes: wmma's row alignment holds). */
+ * C <= 4. Any stride (entries are 16 bytes: wmma's row alignment holds).
+ *
+ * Packed taps (`pc`: the op's C, 1, 3 or 4; two rows a warp, persistent,
+ * stride 1, 3x3 or 5x5, K 8, 16 or 32): the block copies the first 4
+ * channels of each window pixel (8 bytes), then writes for each input row
+ * and output column one vector of a filter row's S taps x pc channels
+ * (position s * pc + c), zeros up to kr = S * pc rounded up to 16, so a
+ * filter row is one 16-wide step (or one 8-wide, or 16 + 8) where 8
+ * channels a pixel take S * 8 halves: 5x5 on RGB 16 positions instead of
+ * 40, 2.5x fewer MMAs and operand loads. The padding positions hold zeros
+ * in both operands. */
 #ifndef FOVEA_KERNELS_CONV_DIRECT_CUH
 #define FOVEA_KERNELS_CONV_DIRECT_CUH
 
@@ -57,7 +67,7 @@ typedef struct fv__conv_direct_geom {
     int ys;      /* output pixel stride (elements, a multiple of 8, >= kp; 0: kp) */
     int r, s, sh, sw, ph, pw;
     int kr;         /* reduction per filter row: s * cm rounded up to 16;
-                       pairs: 16 * max(1, s / 2) */
+                       pairs: 16 * max(1, s / 2); packed taps: s * pc to 16 */
     int th;         /* output rows (warps) per block: 4, 8 or 16 */
     int persistent; /* 1: as many blocks as fit at once, each walking tiles and
                        loading the next tile's window while it computes one
@@ -65,6 +75,8 @@ typedef struct fv__conv_direct_geom {
     int two;        /* 1: two output rows a warp (th / 2 warps a block): each weight
                        fragment and input row feeds both (8 channels read, stride 1,
                        3x3 or 5x5, K 8, 16 or 32; a block a tile or persistent) */
+    int pc;         /* packed taps (above): the op's C (1, 3 or 4), with cm 4 and two;
+                       kr = s * pc rounded up to 16; 0: off */
     int grid;       /* blocks (set by fv__conv_direct_prepare) */
 } fv__conv_direct_geom;
 
@@ -80,7 +92,8 @@ fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g);
 
 /* y = act(conv(x, w) + bias) on stream. w: FP16 [r][kp / 8][kr][8],
  * element (r, k / 8, s * cm + c, k % 8) = W[k][c][r][s] (pairs: position
- * fv__conv_direct_pair_pos(s, c) instead of s * cm + c), zero elsewhere
+ * fv__conv_direct_pair_pos(s, c) instead of s * cm + c; packed taps:
+ * s * pc + c), zero elsewhere
  * (row-major 16 x 8 B tiles with 16-byte rows: conflict-free shared-memory
  * reads); bias: kp FP32 values (zero in the padding, 16-byte aligned) or
  * NULL. Output lanes k..kp-1 come out 0 (their weights and bias are zero).
