@@ -351,6 +351,20 @@ static void set_direct_engines(const char *text, char *edited, const char *engin
     *o = 0;
 }
 
+/* Makes a new CUDA context on the profile at path the tests' `gpu`; returns
+ * the one it replaced, for pop_profile_context. */
+static fv_context *push_profile_context(const char *path) {
+    fv_context *ctx = NULL, *saved = gpu;
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
+    FV_ASSERT_OK(fv_context_create(&cd, &ctx));
+    gpu = ctx;
+    return saved;
+}
+static void pop_profile_context(fv_context *saved) {
+    fv_context_destroy(gpu);
+    gpu = saved;
+}
+
 /* Whether two rows a warp run case cc (a 3x3 or 5x5 of the variants test,
  * stride 1): 8 channels and K <= 32; wide pixels (16, 32 channels) with K
  * of 16 or 32 in persistent blocks only. */
@@ -413,14 +427,11 @@ static void direct_kernel_variants_from_profile(void **state) {
     for (int v = 0; v < 11; v++) {
         set_direct_engines(text, edited, rows[v]);
         write_text(path, edited);
-        fv_context *ctx2 = NULL, *saved = gpu;
-        fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
-        FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
+        fv_context *saved = push_profile_context(path);
         const char *why = NULL;
         int entries = 0;
-        fv_context_profile_status(ctx2, &why, &entries);
+        fv_context_profile_status(gpu, &why, &entries);
         assert_string_equal(why, "");
-        gpu = ctx2;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             if (v >= 4 && !two_rows_case(&cases[i], v >= 7)) continue;
             conv_case cc = cases[i];
@@ -441,8 +452,7 @@ static void direct_kernel_variants_from_profile(void **state) {
             assert_non_null(strstr(last_info.choice, "profile"));
             if (!(e <= 2e-3)) fail_msg("engine %s, case %zu, slice: error %.3e", rows[v], i, e);
         }
-        gpu = saved;
-        fv_context_destroy(ctx2);
+        pop_profile_context(saved);
     }
     free(text);
     free(edited);
@@ -468,6 +478,9 @@ static void direct_kernel_packed_taps_variants(void **state) {
         {1, 40, 64, 3, 8, 5, 5, 1, 0, 1, 1, FV_ACT_CLIPPED_RELU, 0.5f, 1, D}, /* no padding */
     };
     enum { NCASES = sizeof cases / sizeof cases[0] };
+    const conv_case c2 = {1, 35, 40, 2, 16, 5, 5, 1, 2, 1, 1, FV_ACT_TANH, 0, 1, D};
+    assert_true(run_case(&c2, 1) <= 2e-3); /* its own entry, reading 8 channels */
+    assert_null(strstr(last_info.engine, "-packed"));
     for (size_t i = 0; i < NCASES; i++) {
         double e = run_case(&cases[i], 1);
         if (!(e <= 2e-3)) fail_msg("packed case %zu: error %.3e", i, e);
@@ -488,10 +501,7 @@ static void direct_kernel_packed_taps_variants(void **state) {
     for (int v = 0; v < 4; v++) {
         set_direct_engines(text, edited, engines[v]);
         write_text(path, edited);
-        fv_context *ctx2 = NULL, *saved = gpu;
-        fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
-        FV_ASSERT_OK(fv_context_create(&cd, &ctx2));
-        gpu = ctx2;
+        fv_context *saved = push_profile_context(path);
         for (size_t i = 0; i < NCASES; i++)
             for (int slice = 0; slice < 2 - (cases[i].k % 8 != 0); slice++) {
                 conv_case cc = cases[i];
@@ -505,23 +515,23 @@ static void direct_kernel_packed_taps_variants(void **state) {
                     fail_msg("engine %s, case %zu%s: error %.3e", engines[v], i,
                              slice ? ", slice" : "", e);
             }
-        gpu = saved;
-        fv_context_destroy(ctx2);
+        pop_profile_context(saved);
     }
-    /* a packed engine number on a form without packed taps, and the other
-     * way round, is refused: the op chooses anew */
-    set_direct_engines(text, edited, "316");
-    write_text(path, edited);
-    fv_context *ctx3 = NULL, *saved = gpu;
-    fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .profile_path = path};
-    FV_ASSERT_OK(fv_context_create(&cd, &ctx3));
-    gpu = ctx3;
-    conv_case cc = cases[0];
-    cc.flags = 0;
-    assert_true(run_case(&cc, 1) <= 2e-3);
-    assert_null(strstr(last_info.choice, "profile"));
-    gpu = saved;
-    fv_context_destroy(ctx3);
+    /* a two-rows engine without packed taps on an op with them (case 0, C
+     * 3), and a packed one on an op without (C 2: 8 channels read), are
+     * refused: the op chooses anew */
+    const char *wrong[] = {"316", "708"};
+    for (int v = 0; v < 2; v++) {
+        set_direct_engines(text, edited, wrong[v]);
+        write_text(path, edited);
+        fv_context *saved = push_profile_context(path);
+        conv_case cc = v ? c2 : cases[0];
+        cc.flags = 0;
+        assert_true(run_case(&cc, 1) <= 2e-3);
+        assert_null(strstr(last_info.choice, "profile"));
+        assert_true(!strstr(last_info.engine, "-packed") == (v == 1));
+        pop_profile_context(saved);
+    }
     free(text);
     free(edited);
     remove(path);
