@@ -1572,10 +1572,12 @@ int main(void) {
     };
     /* FV_TEST_QUICK (toolchain/compute-sanitizer.sh): no autotuning and no
      * profile round trips, which time hundreds of engines (minutes under a
-     * sanitizer); matches_cpu_reference on 11 of its cases, the forward
-     * loops 20 times instead of 500 */
+     * sanitizer; the packed-taps test times none: a few seconds under each
+     * tool); matches_cpu_reference on 11 of its cases, the forward loops
+     * 20 times instead of 500 */
     const struct CMUnitTest quick[] = {
         cmocka_unit_test(matches_cpu_reference),
+        cmocka_unit_test(direct_kernel_packed_taps_variants),
         cmocka_unit_test(residual_is_checked),
         cmocka_unit_test(output_slice_is_checked),
         cmocka_unit_test(output_slice_on_every_path),
