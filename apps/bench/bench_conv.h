@@ -15,7 +15,7 @@ int bench_cmd_conv_tables(int argc, char **argv);
 
 /* One convolution: N x H x W x C -> K, R x S window, square stride and pad. */
 typedef struct bc_shape {
-    char name[48];
+    char name[64];
     int n, h, w, c, k, r, s, stride, pad;
     int index; /* position in calibration/best_practices.h, -1 for others */
 } bc_shape;

@@ -85,6 +85,33 @@ static bc_shape from_table(int i, int batch) {
     return s;
 }
 
+/* A shape from its spec (len bytes at p): HxWxC-K-RxS-sSTRIDE-pPAD, index
+ * -1, named as the table names its shapes. 0 when malformed. */
+static int shape_of_spec(const char *p, size_t len, int batch, bc_shape *s) {
+    char buf[64], tail;
+    if (len >= sizeof buf) return 0;
+    memcpy(buf, p, len);
+    buf[len] = 0;
+    *s = (bc_shape){.n = batch > 0 ? batch : 1, .index = -1};
+    if (sscanf(buf, "%dx%dx%d-%d-%dx%d-s%d-p%d%c", &s->h, &s->w, &s->c, &s->k, &s->r, &s->s,
+               &s->stride, &s->pad, &tail) != 8)
+        return 0;
+    if (s->h < 1 || s->w < 1 || s->c < 1 || s->k < 1 || s->r < 1 || s->s < 1 || s->stride < 1 ||
+        s->pad < 0 || s->pad >= s->r || s->pad >= s->s || s->stride > 64 || s->h > 16384 || s->w > 16384 ||
+        s->c > 4096 || s->k > 4096 || s->r > 64 || s->s > 64 || s->h + 2 * s->pad < s->r ||
+        s->w + 2 * s->pad < s->s)
+        return 0;
+    const int p_ = (s->h + 2 * s->pad - s->r) / s->stride + 1,
+              q = (s->w + 2 * s->pad - s->s) / s->stride + 1;
+    if (s->stride > 1)
+        snprintf(s->name, sizeof s->name, "%dx%dx%d->%dx%dx%d %dx%d s%d", s->w, s->h, s->c, q, p_,
+                 s->k, s->r, s->s, s->stride);
+    else
+        snprintf(s->name, sizeof s->name, "%dx%dx%d->%d %dx%d", s->w, s->h, s->c, s->k, s->r,
+                 s->s);
+    return 1;
+}
+
 int bc_select_shapes(const char *spec, bc_shape *out, int max, int batch) {
     int n = 0;
     if (!strcmp(spec, "all")) {
@@ -96,11 +123,25 @@ int bc_select_shapes(const char *spec, bc_shape *out, int max, int batch) {
     while (*p) {
         char *end = NULL;
         long i = strtol(p, &end, 10);
+        if (*end == 'x' && n < max) { /* a shape of the caller's */
+            size_t len = strcspn(p, ",");
+            end = (char *)p + len;
+            if (!shape_of_spec(p, len, batch, &out[n])) {
+                fprintf(stderr,
+                        "fovea-bench: --shapes: '%.*s': want HxWxC-K-RxS-sSTRIDE-pPAD, e.g. "
+                        "224x224x3-64-7x7-s2-p3 (positive sizes, pad < R and S)\n",
+                        (int)len, p);
+                return -1;
+            }
+            n++;
+            p = *end ? end + 1 : end;
+            continue;
+        }
         if (end == p || i < 0 || i >= FV_BEST_PRACTICES_COUNT || (*end && *end != ',') ||
             n >= max) {
             fprintf(stderr,
-                    "fovea-bench: --shapes: '%s': want 'all' or indices 0..%d, comma "
-                    "separated\n",
+                    "fovea-bench: --shapes: '%s': want 'all' or indices 0..%d or shapes "
+                    "HxWxC-K-RxS-sSTRIDE-pPAD, comma separated\n",
                     spec, FV_BEST_PRACTICES_COUNT - 1);
             return -1;
         }

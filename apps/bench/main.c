@@ -323,6 +323,8 @@ static const bench_cmd cmds[] = {
      "      ReLU, legacy cuDNN best of Find;\n"
      "      outputs checked against an FP32 reference before timing\n"
      "      [--iters 100] [--warmup 10] [--shapes all|i,j,..] [--batch N] [--json FILE]\n"
+     "      (--shapes also takes shapes of your own, HxWxC-K-RxS-sSTRIDE-pPAD:\n"
+     "      224x224x3-64-7x7-s2-p3 is ResNet's stem)\n"
      "      [--cache flush|rotate] [--workspace-mb 1024] [--tol 2e-3]\n"
      "      [--profile PATH [--profile-only] [--profile-repeats N]] (write PATH, then create\n"
      "      each op from it N times (5), timing its first and 100th forward; medians)\n"

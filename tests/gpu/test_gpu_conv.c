@@ -238,6 +238,22 @@ static void matches_cpu_reference(void **state) {
     printf("  worst relative L2 error %.3e\n", worst);
 }
 
+/* Cases packed taps run with one row a warp (conv_direct.cuh): C of 3 or
+ * 4, 3x3 to 7x7 (9x9 on 4 channels), strides 1-4, K stored as 16, 32, 64. */
+static int packed_one_case(const conv_case *cc) {
+    int kp = (cc->k + 7) / 8 * 8;
+    return (cc->c == 3 || cc->c == 4) && cc->r == cc->s &&
+           (cc->r == 3 || cc->r == 5 || cc->r == 7 || (cc->r == 9 && cc->c == 4)) &&
+           cc->stride >= 1 && cc->stride <= 4 && (kp == 16 || kp == 32 || kp == 64);
+}
+
+/* Cases packed taps run with two rows a warp: C of 1, 3 or 4, stride 1,
+ * 3x3 or 5x5, K up to 32. */
+static int packed_two_case(const conv_case *cc) {
+    return (cc->c == 1 || cc->c == 3 || cc->c == 4) && cc->stride == 1 && cc->r == cc->s &&
+           (cc->r == 3 || cc->r == 5) && cc->k <= 32;
+}
+
 /* fovea's direct kernel (FV_CONV2D_DIRECT, alone and autotuned over its
  * variants) on every channel width it reads (4, 8, 16, 32), K up to 64,
  * strides 1-3, partial tiles, every activation. */
@@ -248,7 +264,7 @@ static void direct_kernel_matches_cpu_reference(void **state) {
         /* n  h   w   c   k  r  s st pad dil g  act                  alpha bias flags */
         {1, 40, 70, 3, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, D},
         {1, 40, 70, 3, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, DT},
-        {1, 33, 65, 4, 32, 9, 9, 2, 4, 1, 1, FV_ACT_IDENTITY, 0, 1, D}, /* reads 4 channels */
+        {1, 33, 65, 4, 24, 9, 9, 2, 4, 1, 1, FV_ACT_IDENTITY, 0, 1, D}, /* reads 4 channels */
         {1, 33, 65, 4, 32, 9, 9, 2, 4, 1, 1, FV_ACT_IDENTITY, 0, 0, DT},
         {1, 64, 64, 2, 16, 3, 3, 2, 1, 1, 1, FV_ACT_CLIPPED_RELU, 0.5f, 1, DT},
         {2, 30, 50, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, D},
@@ -258,7 +274,7 @@ static void direct_kernel_matches_cpu_reference(void **state) {
         {1, 17, 66, 1, 8, 1, 1, 1, 0, 1, 1, FV_ACT_RELU, 0, 1, D},
         {1, 17, 66, 2, 16, 2, 2, 1, 0, 1, 1, FV_ACT_TANH, 0, 1, D},
         {2, 21, 40, 4, 24, 4, 4, 1, 2, 1, 1, FV_ACT_IDENTITY, 0, 1, D},
-        {1, 25, 70, 3, 32, 7, 7, 3, 3, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {1, 25, 70, 3, 24, 7, 7, 3, 3, 1, 1, FV_ACT_RELU, 0, 1, D}, /* K 24: not packed */
         {1, 1, 90, 3, 8, 1, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.2f, 1, D},
         {1, 37, 41, 16, 24, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 1, DT},
         {1, 29, 35, 32, 64, 3, 3, 2, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, D},
@@ -273,13 +289,17 @@ static void direct_kernel_matches_cpu_reference(void **state) {
         double e = run_case(&cases[i], 1);
         if (!(e <= 2e-3)) fail_msg("direct case %zu: relative L2 error %.3e > 2e-3", i, e);
         /* C <= 4 where two rows a warp run (stride 1, 3x3 or 5x5, K <= 32):
-         * packed taps first (C of 1, 3 or 4), else 8 channels a pixel; else
-         * 4: in pairs of pixels with an odd horizontal stride */
+         * packed taps first (C of 1, 3 or 4), else 8 channels a pixel; where
+         * packed taps run one row a warp, they; else 4: in pairs of pixels
+         * with an odd horizontal stride */
         const conv_case *cc = &cases[i];
         int two = cc->stride == 1 && cc->r == cc->s && (cc->r == 3 || cc->r == 5) && cc->k <= 32;
         if (cc->flags == D && cc->c <= 4 && cc->c != 2 && two) {
             assert_non_null(strstr(last_info.layout, "packed"));
-            assert_non_null(strstr(last_info.engine, "-packed"));
+            assert_non_null(strstr(last_info.engine, "-2w-packed"));
+        } else if (cc->flags == D && packed_one_case(cc)) {
+            assert_non_null(strstr(last_info.layout, "packed"));
+            assert_non_null(strstr(last_info.engine, "rows-persistent-packed"));
         } else if (cc->flags == D && cc->c <= 4 && two) {
             assert_non_null(strstr(last_info.layout, "read as 8"));
         } else if (cc->flags == D && cc->c <= 4) {
@@ -459,10 +479,12 @@ static void direct_kernel_variants_from_profile(void **state) {
     remove(path);
 }
 
-/* Packed taps (C of 1, 3 or 4; 3x3 and 5x5; K 8, 12 as 16, 16, 32) in
- * each of their block geometries (4, 8, 12, 16 rows, persistent, two rows
- * a warp: engines 704-716) through profile entries naming them, into whole
- * outputs and channel slices, partial tiles, a batch of 2. */
+/* Packed taps in each of their block geometries through profile entries
+ * naming them, into whole outputs and channel slices, partial tiles, a
+ * batch of 2: two rows a warp (C of 1, 3 or 4; 3x3 and 5x5 at stride 1; K
+ * 8, 12 as 16, 16, 32; 4, 8, 12, 16 rows, persistent: engines 704-716) and
+ * one (C of 3 or 4; 3x3 to 9x9, strides 1-4, K up to 64; 4 or 8 rows,
+ * persistent: 504, 508). */
 static void direct_kernel_packed_taps_variants(void **state) {
     char path[] = "/tmp/fv_profile_XXXXXX";
     make_temp_file(path);
@@ -476,6 +498,15 @@ static void direct_kernel_packed_taps_variants(void **state) {
         {1, 29, 41, 4, 16, 5, 5, 1, 2, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, D},
         {1, 19, 97, 4, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, D},
         {1, 40, 64, 3, 8, 5, 5, 1, 0, 1, 1, FV_ACT_CLIPPED_RELU, 0.5f, 1, D}, /* no padding */
+        /* one row a warp only: stems (7x7 s2 K 64, 3x3 s2), 9x9 s2 on 4
+         * channels, strides 3 and 4, 7x7 at stride 1 */
+        {1, 45, 70, 3, 64, 7, 7, 2, 3, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {2, 37, 61, 3, 32, 3, 3, 2, 1, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {1, 33, 65, 4, 32, 9, 9, 2, 4, 1, 1, FV_ACT_IDENTITY, 0, 0, D},
+        {1, 29, 50, 4, 16, 5, 5, 3, 2, 1, 1, FV_ACT_TANH, 0, 1, D},
+        {1, 30, 41, 3, 12, 7, 7, 1, 3, 1, 1, FV_ACT_SIGMOID, 0, 1, D},
+        {1, 26, 47, 4, 64, 3, 3, 4, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, D},
+        {1, 21, 75, 3, 48, 9, 9, 1, 4, 1, 1, FV_ACT_RELU, 0, 1, D}, /* 9x9 on RGB: not packed */
     };
     enum { NCASES = sizeof cases / sizeof cases[0] };
     const conv_case c2 = {1, 35, 40, 2, 16, 5, 5, 1, 2, 1, 1, FV_ACT_TANH, 0, 1, D};
@@ -484,7 +515,8 @@ static void direct_kernel_packed_taps_variants(void **state) {
     for (size_t i = 0; i < NCASES; i++) {
         double e = run_case(&cases[i], 1);
         if (!(e <= 2e-3)) fail_msg("packed case %zu: error %.3e", i, e);
-        assert_non_null(strstr(last_info.engine, "-packed"));
+        const int packed = packed_two_case(&cases[i]) || packed_one_case(&cases[i]);
+        assert_true(!strstr(last_info.engine, "-packed") == !packed);
         if (cases[i].k % 8) continue;
         g_slice = 1; /* an op into a channel slice has its own profile entry */
         assert_true(run_case(&cases[i], 1) <= 2e-3);
@@ -495,15 +527,19 @@ static void direct_kernel_packed_taps_variants(void **state) {
     char *text = read_text(path, &len);
     char *edited = malloc(2 * len + 1);
     assert_non_null(edited);
-    const char *engines[] = {"704", "708", "712", "716"};
-    const char *names[] = {"-4rows-persistent-2w-packed", "-8rows-persistent-2w-packed",
-                           "-12rows-persistent-2w-packed", "-16rows-persistent-2w-packed"};
-    for (int v = 0; v < 4; v++) {
+    const char *engines[] = {"704", "708", "712", "716", "504", "508"};
+    const char *names[] = {"-4rows-persistent-2w-packed",  "-8rows-persistent-2w-packed",
+                           "-12rows-persistent-2w-packed", "-16rows-persistent-2w-packed",
+                           "-4rows-persistent-packed",     "-8rows-persistent-packed"};
+    for (int v = 0; v < 6; v++) {
         set_direct_engines(text, edited, engines[v]);
         write_text(path, edited);
         fv_context *saved = push_profile_context(path);
         for (size_t i = 0; i < NCASES; i++)
-            for (int slice = 0; slice < 2 - (cases[i].k % 8 != 0); slice++) {
+            for (int slice = 0;
+                 (v < 4 ? packed_two_case(&cases[i]) : packed_one_case(&cases[i])) &&
+                 slice < 2 - (cases[i].k % 8 != 0);
+                 slice++) {
                 conv_case cc = cases[i];
                 cc.flags = 0; /* the profile decides */
                 g_slice = slice;
@@ -517,19 +553,28 @@ static void direct_kernel_packed_taps_variants(void **state) {
             }
         pop_profile_context(saved);
     }
-    /* a two-rows engine without packed taps on an op with them (case 0, C
-     * 3), and a packed one on an op without (C 2: 8 channels read), are
-     * refused: the op chooses anew */
-    const char *wrong[] = {"316", "708"};
-    for (int v = 0; v < 2; v++) {
-        set_direct_engines(text, edited, wrong[v]);
+    /* refused, and the op chooses anew: a two-rows engine without packed
+     * taps on an op with them (case 0, C 3), a packed one on an op without
+     * (C 2: 8 channels read), two rows a warp where only one runs (the 7x7
+     * s2 stem), one row a warp on C 1 */
+    const struct {
+        const char *engine;
+        conv_case cc;
+        int packed; /* what the new choice is */
+    } wrong[] = {{"316", cases[0], 1},
+                 {"708", c2, 0},
+                 {"504", c2, 0},
+                 {"708", cases[7], 1},
+                 {"508", cases[3], 1}};
+    for (size_t v = 0; v < sizeof wrong / sizeof wrong[0]; v++) {
+        set_direct_engines(text, edited, wrong[v].engine);
         write_text(path, edited);
         fv_context *saved = push_profile_context(path);
-        conv_case cc = v ? c2 : cases[0];
+        conv_case cc = wrong[v].cc;
         cc.flags = 0;
         assert_true(run_case(&cc, 1) <= 2e-3);
         assert_null(strstr(last_info.choice, "profile"));
-        assert_true(!strstr(last_info.engine, "-packed") == (v == 1));
+        assert_true(!strstr(last_info.engine, "-packed") == !wrong[v].packed);
         pop_profile_context(saved);
     }
     free(text);
@@ -1179,6 +1224,8 @@ static void direct_kernel_heuristic_takes_wide_pixels(void **state) {
         {{1, 64, 64, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE}, NULL},
         {{1, 512, 512, 3, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
          "fovea-direct-8rows-persistent-2w-packed"},
+        {{1, 512, 512, 3, 32, 3, 3, 2, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
+         "fovea-direct-8rows-persistent-packed"},
         {{1, 512, 512, 32, 32, 3, 3, 2, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE}, NULL},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

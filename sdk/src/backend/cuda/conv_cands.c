@@ -215,10 +215,14 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
     const int *ths = d->r * d->s >= 25 ? big : small;
     int first_persistent = (long)d->n * op->p * op->q <= 600000;
     int offered = 0;
-    if (f->pc) { /* packed taps: persistent, two rows a warp, 4-16 rows */
-        static const int packed[] = {708, 716, 712, 704};
-        for (int i = 0; i < 4 && *n < max; i++) {
-            if (!direct_candidate(op, f, packed[i], &out[*n], why, why_n)) continue;
+    if (f->pc) { /* packed taps: persistent, two rows a warp (4-16 rows) where they
+                    run, then one (8 or 4 rows) */
+        static const int packed[] = {708, 716, 712, 704, 508, 504};
+        for (int i = 0; i < 6 && *n < max; i++) {
+            char why2[160]; /* one row a warp runs more ops: its refusal is the reason */
+            if (!direct_candidate(op, f, packed[i], &out[*n], i < 4 ? why2 : why,
+                                  i < 4 ? sizeof why2 : why_n))
+                continue;
             (*n)++;
             offered++;
             if (first_only) break;

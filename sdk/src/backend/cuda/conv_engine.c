@@ -135,6 +135,17 @@ static int two_rows_geometry(const fv_conv2d_desc *d) {
     return d->stride_h == 1 && d->stride_w == 1 && d->r == d->s && (d->r == 3 || d->r == 5);
 }
 
+/* Where packed taps run with one row a warp (conv_direct.cuh): C of 3 or 4,
+ * square 3x3 to 7x7 filters (9x9 on 4 channels), strides 1-4, K of 16, 32
+ * or 64 as stored. */
+static int packed_one_geometry(const fv_conv2d_desc *d) {
+    int kp = FV_ROUND_UP(d->k, 8);
+    return (d->c == 3 || d->c == 4) && d->r == d->s &&
+           (d->r == 3 || d->r == 5 || d->r == 7 || (d->r == 9 && d->c == 4)) &&
+           d->stride_h >= 1 && d->stride_h <= 4 && d->stride_w >= 1 && d->stride_w <= 4 &&
+           (kp == 16 || kp == 32 || kp == 64);
+}
+
 /* The direct kernel's forms: it reads 4, 8, 16 or 32 channels a pixel, all
  * of the op's; 4 (C <= 4) as they are with an even horizontal stride, else
  * in pairs of pixels. None when the op is outside its range (C > 32 among
@@ -144,7 +155,9 @@ static int two_rows_geometry(const fv_conv2d_desc *d) {
  * one 16-wide step), then 8 channels read (the input is stored as 8
  * channels either way, so reading 8 moves the same sectors; on
  * 1920x1080x3->32 5x5 (H100) it ran 0.094 ms against 0.130 for the
- * 4-channel form's heuristic choice). */
+ * 4-channel form's heuristic choice). Elsewhere packed taps come first where
+ * they run one row a warp (strided stems, 7x7 and 9x9, K 64), then the
+ * 4-channel form. */
 static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
     const fv_conv2d_desc *d = &op->desc;
     if (d->groups != 1 || d->dilation_h != 1 || d->dilation_w != 1 || d->dtype != FV_DTYPE_F16 ||
@@ -152,7 +165,8 @@ static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
         return n;
     int cm = d->c <= 8 ? 8 : d->c <= 16 ? 16 : 32;
     int two = two_rows_geometry(d) && FV_ROUND_UP(d->k, 8) <= 32;
-    if ((d->c == 1 || d->c == 3 || d->c == 4) && two) n = add_direct_form(op, out, n, 4, 0, d->c);
+    if (((d->c == 1 || d->c == 3 || d->c == 4) && two) || packed_one_geometry(d))
+        n = add_direct_form(op, out, n, 4, 0, d->c);
     if (d->c <= 4 && two) n = add_direct_form(op, out, n, 8, 0, 0);
     if (d->c <= 4) n = add_direct_form(op, out, n, 4, d->stride_w % 2 != 0, 0);
     return d->c <= 4 && two ? n : add_direct_form(op, out, n, cm, 0, 0);

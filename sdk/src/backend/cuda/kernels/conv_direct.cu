@@ -81,8 +81,8 @@ constexpr int window_stride(int cm, bool pair, int sw, int s, int kr) {
  * aligned rows, as its loads need; wide pixels: of 8, ldmatrix's 16 bytes). */
 void window_of(const fv__conv_direct_geom *g, int *rows, int *cols, int *stride) {
     *rows = (g->th - 1) * g->sh + g->r;
-    if (g->pc) { /* packed taps: 4 channels (8 bytes) of 31 + S pixels, as copied */
-        *cols = 31 + g->s;
+    if (g->pc) { /* packed taps: 4 channels (8 bytes) of 31 sw + S pixels, as copied */
+        *cols = 31 * g->sw + g->s;
         *stride = (*cols * 4 + 7) / 8 * 8;
         return;
     }
@@ -165,8 +165,9 @@ int warps_of(const fv__conv_direct_geom *g) {
  * (not with two rows a warp or wide pixels), the bias, the window (two buffers when
  * persistent: the next tile's loads while this one is computed). */
 size_t smem_of(const fv__conv_direct_geom *g) {
-    size_t common = (size_t)g->kp * g->r * g->kr * 2 +
-                    (size_t)stage_floats(warps_of(g), g->two || wide(g->cm, g->pair != 0)) * 4 +
+    size_t common =
+        (size_t)g->kp * g->r * g->kr * 2 +
+        (size_t)stage_floats(warps_of(g), g->two || g->pc || wide(g->cm, g->pair != 0)) * 4 +
                     (size_t)bias_floats(g->kp) * 4;
     if (g->persistent) return common + ((size_t)2 * window_halves(g) + packed_halves(g)) * 2;
     int rows, cols, stride;
@@ -629,17 +630,69 @@ __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __h
     epilogue_regs<NF, 2>(a, acc, sbias, n, oy0 + 2 * warp, ox0);
 }
 
+/* One step of compute_tile_one at kc (W as two_step's): for each filter
+ * row, the warp's 32 output columns as two m16 A tiles (input row r of
+ * the warp's output row) times NF weight tiles. */
+template <int W, class O, int NF>
+__device__ __forceinline__ void one_step(float (&acc)[2][NF][4], const __half *arow,
+                                         const __half *brow, int row_step, int kc) {
+    const int ko = O::at(kc);
+#pragma unroll
+    for (int r = 0; r < O::R; r++) {
+        const __half *ap = arow + (size_t)r * row_step + ko;
+        unsigned fa[2][W];
+        load_a(fa[0], ap);
+        load_a(fa[1], ap + 16 * O::PX);
+        const __half *bp = brow + ((size_t)r * NF * O::KR + kc) * 8;
+#pragma unroll
+        for (int j = 0; j < NF; j += 2) {
+            unsigned b[W];
+            load_b(b, bp + (size_t)j * O::KR * 8, j + 1 < NF, O::KR);
+#pragma unroll
+            for (int h = 0; h < 2 && j + h < NF; h++)
+#pragma unroll
+                for (int m = 0; m < 2; m++)
+                    mma_step(acc[m][j + h], fa[m], b + h * (W / 2));
+        }
+    }
+}
+
+/* One output row a warp (oy0 + warp) from packed taps, any stride: input
+ * rows warp * sh + r of the vectors. Where two rows a warp cannot run
+ * (strides above 1, 7x7 and 9x9 filters, K 64): network stems (ResNet's
+ * 7x7 s2 on RGB, MobileNet's 3x3 s2) and 9x9 s2 on 4 channels, whose
+ * filter row is 48 positions packed against 80 in pairs of pixels. The
+ * epilogue goes from registers (epilogue_regs). */
+template <class O, int NF>
+__device__ __forceinline__ void compute_tile_one(const direct_args &a, const __half *sx,
+                                                 const __half *sw, const float *sbias, int n,
+                                                 int oy0, int ox0) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float accs[1][2][NF][4] = {}; /* one output row, in epilogue_regs' layout */
+    const __half *arow = sx + (size_t)warp * a.sh * O::ROW_STRIDE + (lane & 15) * O::PX +
+                         (lane >> 4) * 8;
+    const __half *brow = sw + ((size_t)(lane >> 4) * O::KR + (lane & 15)) * 8;
+#pragma unroll
+    for (int kc = 0; kc < O::KF; kc += 16)
+        one_step<4, O, NF>(accs[0], arow, brow, O::ROW_STRIDE, kc);
+    if (O::KF < O::KR) { /* the last 8 positions: m16n8k8 (see compute_tile_two) */
+        const __half *brow8 = sw + ((size_t)((lane >> 3) & 1) * O::KR + (lane & 7)) * 8;
+        one_step<2, O, NF>(accs[0], arow, brow8, O::ROW_STRIDE, O::KF);
+    }
+    epilogue_regs<NF, 1>(a, accs, sbias, n, oy0 + warp, ox0);
+}
+
 /* Packed taps: from the window as copied (4 channels, 8 bytes, a pixel;
  * a.row_stride halves a row) to O's vectors: for each input row and output
- * column m, tap s's PC channels (of pixel m + s) at s * PC, zeros up to KR
- * (finite: 0 x weight 0 stays 0). */
+ * column m, tap s's PC channels (of window pixel m * sw + s) at s * PC,
+ * zeros up to KR (finite: 0 x weight 0 stays 0). */
 template <int PC, int RT>
 __device__ __forceinline__ void pack_taps(const direct_args &a, const __half *win, __half *packed) {
     typedef packed_ops<PC, RT> O;
     const int items = a.rows_in * 32;
     for (int i = threadIdx.x; i < items; i += blockDim.x) {
         const int ry = i >> 5, m = i & 31;
-        const __half *src = win + (size_t)ry * a.row_stride + m * 4;
+        const __half *src = win + (size_t)ry * a.row_stride + m * 4 * a.sw;
         unsigned v[O::KR] = {}; /* 16-bit values */
 #pragma unroll
         for (int t = 0; t < RT; t++) {
@@ -684,29 +737,39 @@ __device__ __forceinline__ void load_weights(const direct_args &a, __half *sw, f
 }
 
 /* One tile from its window sx: one row a warp, two (TWO), or packed taps
- * (PC > 0: two rows a warp from the vectors pack_taps writes to `packed`,
- * between two barriers of the whole block). */
-template <int CM, int NF, bool PAIR, int RT, bool TWO, int PC = 0> struct tile_of {
+ * (PC > 0: one or two rows a warp from the vectors pack_taps writes to
+ * `packed`, between two barriers of the whole block). */
+template <int CM, int NF, bool PAIR, int RT, bool TWO, int PC = 0, bool PACKED = (PC > 0)>
+struct tile_of {
     static __device__ __forceinline__ void run(const direct_args &a, const __half *sx, __half *,
                                                const __half *sw, float *stage, const float *sbias,
                                                int n, int oy0, int ox0) {
         compute_tile<CM, NF, PAIR, RT>(a, sx, sw, stage, sbias, n, oy0, ox0);
     }
 };
-template <int CM, int NF, int RT> struct tile_of<CM, NF, false, RT, true, 0> {
+template <int CM, int NF, int RT> struct tile_of<CM, NF, false, RT, true, 0, false> {
     static __device__ __forceinline__ void run(const direct_args &a, const __half *sx, __half *,
                                                const __half *sw, float *, const float *sbias, int n,
                                                int oy0, int ox0) {
         compute_tile_two<pixel_ops<CM, RT>, NF>(a, sx, sw, sbias, n, oy0, ox0);
     }
 };
-template <int NF, int RT, int PC> struct tile_of<4, NF, false, RT, true, PC> {
+template <int NF, int RT, int PC> struct tile_of<4, NF, false, RT, true, PC, true> {
     static __device__ __forceinline__ void run(const direct_args &a, const __half *sx,
                                                __half *packed, const __half *sw, float *,
                                                const float *sbias, int n, int oy0, int ox0) {
         pack_taps<PC, RT>(a, sx, packed);
         __syncthreads();
         compute_tile_two<packed_ops<PC, RT>, NF>(a, packed, sw, sbias, n, oy0, ox0);
+    }
+};
+template <int NF, int RT, int PC> struct tile_of<4, NF, false, RT, false, PC, true> {
+    static __device__ __forceinline__ void run(const direct_args &a, const __half *sx,
+                                               __half *packed, const __half *sw, float *,
+                                               const float *sbias, int n, int oy0, int ox0) {
+        pack_taps<PC, RT>(a, sx, packed);
+        __syncthreads();
+        compute_tile_one<packed_ops<PC, RT>, NF>(a, packed, sw, sbias, n, oy0, ox0);
     }
 };
 
@@ -738,12 +801,12 @@ __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
  * 8), and the 16-row 5x5 kernel ran 28% slower at one block an SM (H100,
  * docs/bench/RESULTS.md). */
 template <int CM, int NF, bool PAIR, int RT = 0, bool TWO = false, int PC = 0>
-__global__ void __launch_bounds__(TWO ? 256 : 512) direct_kernel_persistent(direct_args a) {
+__global__ void __launch_bounds__(TWO || PC ? 256 : 512) direct_kernel_persistent(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int nwarps = blockDim.x >> 5, rows = nwarps * (TWO ? 2 : 1); /* output rows a tile */
     __half *sw = reinterpret_cast<__half *>(smem);
     float *stage = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
-    float *sbias = stage + stage_floats(nwarps, TWO || wide_pixels<CM, PAIR>::on);
+    float *sbias = stage + stage_floats(nwarps, TWO || PC || wide_pixels<CM, PAIR>::on);
     __half *win0 = reinterpret_cast<__half *>(sbias + bias_floats(NF * 8)),
            *win1 = win0 + a.win_halves, *packed = win1 + a.win_halves;
     const int tiles_x = (a.q + 31) / 32, tiles_y = (a.p + rows - 1) / rows;
@@ -856,13 +919,40 @@ int fixed_rows(const fv__conv_direct_geom *g) {
     return g->r == 3 || g->r == 5 ? g->r : 0;
 }
 
-/* Packed taps: PC channels, K stored as 8 NF, R = S = rt. */
+/* Packed taps: PC channels, K stored as 8 NF, R = S = rt; two rows a
+ * warp (3x3, 5x5; K 8, 16, 32) or one (PC 3 or 4; 3x3 to 7x7, 9x9 for PC
+ * 4; K 16, 32, 64). */
 template <int PC, int NF> kernel_fn packed_of(int rt) {
     return rt == 3   ? direct_kernel_persistent<4, NF, false, 3, true, PC>
            : rt == 5 ? direct_kernel_persistent<4, NF, false, 5, true, PC>
                      : nullptr;
 }
-template <int PC> kernel_fn packed_nf(int nf, int rt) {
+/* The one-row kernels made (each costs build time): 3x3 to 7x7 for PC 3
+ * and 4, 9x9 for PC 4 (OK). */
+template <int PC, int NF, int RT, bool OK = (PC == 3 || PC == 4) && (RT < 9 || PC == 4)>
+struct packed_one {
+    static kernel_fn of() {
+        return direct_kernel_persistent<4, NF, false, RT, false, PC>;
+    }
+};
+template <int PC, int NF, int RT> struct packed_one<PC, NF, RT, false> {
+    static kernel_fn of() {
+        return nullptr;
+    }
+};
+template <int PC, int NF> kernel_fn packed_one_of(int rt) {
+    return rt == 3   ? packed_one<PC, NF, 3>::of()
+           : rt == 5 ? packed_one<PC, NF, 5>::of()
+           : rt == 7 ? packed_one<PC, NF, 7>::of()
+           : rt == 9 ? packed_one<PC, NF, 9>::of()
+                     : nullptr;
+}
+template <int PC> kernel_fn packed_nf(int nf, int rt, int two) {
+    if (!two)
+        return nf == 2   ? packed_one_of<PC, 2>(rt)
+               : nf == 4 ? packed_one_of<PC, 4>(rt)
+               : nf == 8 ? packed_one_of<PC, 8>(rt)
+                         : nullptr;
     return nf == 1   ? packed_of<PC, 1>(rt)
            : nf == 2 ? packed_of<PC, 2>(rt)
            : nf == 4 ? packed_of<PC, 4>(rt)
@@ -871,11 +961,11 @@ template <int PC> kernel_fn packed_nf(int nf, int rt) {
 
 kernel_fn pick(const fv__conv_direct_geom *g) {
     if (g->pc) {
-        if (g->cm != 4 || !g->two || !g->persistent || g->r != g->s) return nullptr;
+        if (g->cm != 4 || !g->persistent || g->r != g->s) return nullptr;
         const int nf = g->kp / 8;
-        return g->pc == 1   ? packed_nf<1>(nf, g->r)
-               : g->pc == 3 ? packed_nf<3>(nf, g->r)
-               : g->pc == 4 ? packed_nf<4>(nf, g->r)
+        return g->pc == 1   ? packed_nf<1>(nf, g->r, g->two)
+               : g->pc == 3 ? packed_nf<3>(nf, g->r, g->two)
+               : g->pc == 4 ? packed_nf<4>(nf, g->r, g->two)
                             : nullptr;
     }
     const int rt = fixed_rows(g);
@@ -907,13 +997,24 @@ bool fixed_matches(const fv__conv_direct_geom *g, int row_stride) {
 extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t *smem, char *why,
                                      size_t why_n) {
     *smem = 0;
-    if (g->pc &&
-        (!(g->pc == 1 || g->pc == 3 || g->pc == 4) || g->cm != 4 || g->pair || !g->two ||
-         !g->persistent || g->sh != 1 || g->sw != 1 || g->r != g->s || (g->r != 3 && g->r != 5) ||
+    if (g->pc && g->two &&
+        (!(g->pc == 1 || g->pc == 3 || g->pc == 4) || g->cm != 4 || g->pair || !g->persistent ||
+         g->sh != 1 || g->sw != 1 || g->r != g->s || (g->r != 3 && g->r != 5) ||
          !(g->kp == 8 || g->kp == 16 || g->kp == 32) || g->cs % 8)) {
         snprintf(why, why_n,
-                 "packed taps: C of 1, 3 or 4, stride 1, 3x3 or 5x5, K 8, 16 or 32, two rows a "
-                 "warp in persistent blocks");
+                 "packed taps, two rows a warp: C of 1, 3 or 4, stride 1, 3x3 or 5x5, K 8, 16 or "
+                 "32, persistent blocks");
+        return 0;
+    }
+    if (g->pc && !g->two &&
+        (!(g->pc == 3 || g->pc == 4) || g->cm != 4 || g->pair || !g->persistent ||
+         g->sh < 1 || g->sh > 4 || g->sw < 1 || g->sw > 4 || g->r != g->s ||
+         !(g->r == 3 || g->r == 5 || g->r == 7 || (g->r == 9 && g->pc == 4)) ||
+         !(g->kp == 16 || g->kp == 32 || g->kp == 64) || !(g->th == 4 || g->th == 8) ||
+         g->cs % 8)) {
+        snprintf(why, why_n,
+                 "packed taps, one row a warp: C of 3 or 4, strides 1-4, 3x3, 5x5, 7x7 (or 9x9 "
+                 "on 4 channels), K 16, 32 or 64, 4 or 8 rows in persistent blocks");
         return 0;
     }
     if (!(g->cm == 4 || g->cm == 8 || g->cm == 16 || g->cm == 32) || g->cm > g->cs || g->cs % 8) {

@@ -45,7 +45,12 @@
  * filter row is one 16-wide step (or one 8-wide, or 16 + 8) where 8
  * channels a pixel take S * 8 halves: 5x5 on RGB 16 positions instead of
  * 40, 2.5x fewer MMAs and operand loads. The padding positions hold zeros
- * in both operands. */
+ * in both operands. With one row a warp (persistent, 4 or 8 rows a block;
+ * C of 3 or 4, strides 1-4, 3x3 to 7x7 and 9x9 on 4 channels, K 16, 32 or
+ * 64) the vector of output column m holds the taps of window pixels
+ * m * sw .. m * sw + S - 1: network stems (7x7 s2 on RGB: 32 positions a
+ * filter row where 8 channels a pixel take 56) and 9x9 s2 on 4 channels
+ * (48 where pairs of pixels take 80). */
 #ifndef FOVEA_KERNELS_CONV_DIRECT_CUH
 #define FOVEA_KERNELS_CONV_DIRECT_CUH
 
@@ -75,8 +80,9 @@ typedef struct fv__conv_direct_geom {
     int two;        /* 1: two output rows a warp (th / 2 warps a block): each weight
                        fragment and input row feeds both (8 channels read, stride 1,
                        3x3 or 5x5, K 8, 16 or 32; a block a tile or persistent) */
-    int pc;         /* packed taps (above): the op's C (1, 3 or 4), with cm 4 and two;
-                       kr = s * pc rounded up to 16; 0: off */
+    int pc;         /* packed taps (above): the op's C (1, 3 or 4), with cm 4, persistent;
+                       two rows a warp or one (C 3 or 4); kr = s * pc rounded up to 16;
+                       0: off */
     int grid;       /* blocks (set by fv__conv_direct_prepare) */
 } fv__conv_direct_geom;
 
