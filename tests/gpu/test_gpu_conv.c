@@ -254,6 +254,13 @@ static int packed_two_case(const conv_case *cc) {
            (cc->r == 3 || cc->r == 5) && cc->k <= 32;
 }
 
+/* Cases whose first choice is packed taps: two rows a warp where they run,
+ * else one on 3 channels or on 4 at an odd stride (on 4 at an even stride
+ * the 4-channel form comes first). */
+static int packed_first_case(const conv_case *cc) {
+    return packed_two_case(cc) || (packed_one_case(cc) && (cc->c == 3 || cc->stride % 2));
+}
+
 /* fovea's direct kernel (FV_CONV2D_DIRECT, alone and autotuned over its
  * variants) on every channel width it reads (4, 8, 16, 32), K up to 64,
  * strides 1-3, partial tiles, every activation. */
@@ -297,7 +304,7 @@ static void direct_kernel_matches_cpu_reference(void **state) {
         if (cc->flags == D && cc->c <= 4 && cc->c != 2 && two) {
             assert_non_null(strstr(last_info.layout, "packed"));
             assert_non_null(strstr(last_info.engine, "-2w-packed"));
-        } else if (cc->flags == D && packed_one_case(cc)) {
+        } else if (cc->flags == D && packed_first_case(cc)) {
             assert_non_null(strstr(last_info.layout, "packed"));
             assert_non_null(strstr(last_info.engine, "rows-persistent-packed"));
         } else if (cc->flags == D && cc->c <= 4 && two) {
@@ -515,8 +522,7 @@ static void direct_kernel_packed_taps_variants(void **state) {
     for (size_t i = 0; i < NCASES; i++) {
         double e = run_case(&cases[i], 1);
         if (!(e <= 2e-3)) fail_msg("packed case %zu: error %.3e", i, e);
-        const int packed = packed_two_case(&cases[i]) || packed_one_case(&cases[i]);
-        assert_true(!strstr(last_info.engine, "-packed") == !packed);
+        assert_true(!strstr(last_info.engine, "-packed") == !packed_first_case(&cases[i]));
         if (cases[i].k % 8) continue;
         g_slice = 1; /* an op into a channel slice has its own profile entry */
         assert_true(run_case(&cases[i], 1) <= 2e-3);
@@ -1210,9 +1216,11 @@ static void cached_plan_round_trip(void **state) {
 /* Without timing or a profile, a wide-pixel layer (32 channels) on a large
  * image takes the direct kernel's two rows a warp, 8 rows a block
  * (direct_preferred); on a small image, or at stride 2, not the direct
- * kernel first (the kernel's answers are checked in the variants test). */
+ * kernel first (the kernel's answers are checked in the variants test).
+ * RGB layers take packed taps: two rows a warp at stride 1, one on the
+ * strided stems (K 64 too: ResNet's). */
 static void direct_kernel_heuristic_takes_wide_pixels(void **state) {
-    static float w[32 * 32 * 9];
+    static float w[64 * 3 * 7 * 7]; /* the largest: ResNet's stem (32 x 32 x 9 fewer) */
     fv_test_seed(77);
     fv_test_fill_uniform(w, sizeof w / sizeof w[0], -0.1f, 0.1f);
     const struct {
@@ -1225,7 +1233,9 @@ static void direct_kernel_heuristic_takes_wide_pixels(void **state) {
         {{1, 512, 512, 3, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
          "fovea-direct-8rows-persistent-2w-packed"},
         {{1, 512, 512, 3, 32, 3, 3, 2, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
-         "fovea-direct-8rows-persistent-packed"},
+         "fovea-direct-4rows-persistent-packed"},
+        {{1, 224, 224, 3, 64, 7, 7, 2, 3, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
+         "fovea-direct-4rows-persistent-packed"}, /* ResNet's stem */
         {{1, 512, 512, 32, 32, 3, 3, 2, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE}, NULL},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

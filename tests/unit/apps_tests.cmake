@@ -107,3 +107,16 @@ if(TARGET fovea-edge AND TARGET fovea-infer AND NOT FV_SANITIZE AND NOT CMAKE_CR
                    ${PROJECT_SOURCE_DIR}/toolchain/soak.sh ${PROJECT_BINARY_DIR})
   set_tests_properties(soak_gpu_memory_bound PROPERTIES LABELS "unit;app" TIMEOUT 120)
 endif()
+
+# fovea-bench conv --shapes takes shapes of the caller's
+# (HxWxC-K-RxS-sSTRIDE-pPAD); a malformed one is refused, saying the form it
+# wants, before any GPU work (so on CI's machines too).
+if(TARGET fovea-bench)
+  add_test(NAME app_bench_conv_shape_malformed
+           COMMAND fovea-bench conv --shapes 3,224x224x3-64-7x7-s2)
+  add_test(NAME app_bench_conv_shape_pad
+           COMMAND fovea-bench conv --shapes 224x224x3-64-7x7-s2-p7)
+  set_tests_properties(app_bench_conv_shape_malformed app_bench_conv_shape_pad PROPERTIES
+                       LABELS "unit;app" TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "want HxWxC-K-RxS-sSTRIDE-pPAD")
+endif()

@@ -146,6 +146,16 @@ static int packed_one_geometry(const fv_conv2d_desc *d) {
            (kp == 16 || kp == 32 || kp == 64);
 }
 
+/* Where those come first: on 3 channels (4 read: a quarter of each filter
+ * row's positions are padding; 7x7 s2 K 64, ResNet's stem, 0.0072 ms
+ * against 0.0094 reading 4 and 0.0138 for cuDNN's best engine, H100), and
+ * on 4 at an odd stride (4 read goes in pairs of pixels there). On 4 at an
+ * even stride, 4 read is already a packed filter row, taken in place:
+ * 1920x1080x4 -> 32 9x9 s2 ran 0.0661 ms so against 0.0737 packed. */
+static int packed_one_first(const fv_conv2d_desc *d) {
+    return packed_one_geometry(d) && (d->c == 3 || d->stride_w % 2);
+}
+
 /* The direct kernel's forms: it reads 4, 8, 16 or 32 channels a pixel, all
  * of the op's; 4 (C <= 4) as they are with an even horizontal stride, else
  * in pairs of pixels. None when the op is outside its range (C > 32 among
@@ -155,9 +165,9 @@ static int packed_one_geometry(const fv_conv2d_desc *d) {
  * one 16-wide step), then 8 channels read (the input is stored as 8
  * channels either way, so reading 8 moves the same sectors; on
  * 1920x1080x3->32 5x5 (H100) it ran 0.094 ms against 0.130 for the
- * 4-channel form's heuristic choice). Elsewhere packed taps come first where
- * they run one row a warp (strided stems, 7x7 and 9x9, K 64), then the
- * 4-channel form. */
+ * 4-channel form's heuristic choice). Elsewhere, where packed taps run one
+ * row a warp (strides up to 4, 7x7 and 9x9, K 64), they come first or
+ * after the 4-channel form (packed_one_first). */
 static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
     const fv_conv2d_desc *d = &op->desc;
     if (d->groups != 1 || d->dilation_h != 1 || d->dilation_w != 1 || d->dtype != FV_DTYPE_F16 ||
@@ -165,10 +175,11 @@ static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
         return n;
     int cm = d->c <= 8 ? 8 : d->c <= 16 ? 16 : 32;
     int two = two_rows_geometry(d) && FV_ROUND_UP(d->k, 8) <= 32;
-    if (((d->c == 1 || d->c == 3 || d->c == 4) && two) || packed_one_geometry(d))
-        n = add_direct_form(op, out, n, 4, 0, d->c);
+    int packed_first = ((d->c == 1 || d->c == 3 || d->c == 4) && two) || packed_one_first(d);
+    if (packed_first) n = add_direct_form(op, out, n, 4, 0, d->c);
     if (d->c <= 4 && two) n = add_direct_form(op, out, n, 8, 0, 0);
     if (d->c <= 4) n = add_direct_form(op, out, n, 4, d->stride_w % 2 != 0, 0);
+    if (!packed_first && packed_one_geometry(d)) n = add_direct_form(op, out, n, 4, 0, d->c);
     return d->c <= 4 && two ? n : add_direct_form(op, out, n, cm, 0, 0);
 }
 
@@ -180,11 +191,14 @@ static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
  * images (2^18 output pixels or more): 1024x1024x32->32 3x3 took 0.067 ms
  * against cuDNN's best 0.105. Other wide-pixel layers ran 0.72-0.99x of
  * cuDNN's best with one row a warp at stride 1 on three shapes but 1.9x at
- * 5x5 stride 2 with K 64: autotuning decides there. */
+ * 5x5 stride 2 with K 64: autotuning decides there. And RGB stems with K
+ * 64 where packed taps come first: ResNet's 224x224x3 -> 64 7x7 s2 ran
+ * 0.0072 ms packed against 0.0260 for cuDNN's heuristic pick and 0.0138
+ * for its best engine (H100). */
 static int direct_preferred(const fv_conv2d *op) {
     const fv_conv2d_desc *d = &op->desc;
     int kp = FV_ROUND_UP(d->k, 8);
-    if (d->c <= 8) return kp <= 32;
+    if (d->c <= 8) return kp <= 32 || (kp == 64 && packed_one_first(d));
     return d->c <= 32 && (kp == 16 || kp == 32) && two_rows_geometry(d) &&
            (long)d->n * op->p * op->q >= (1L << 18);
 }
