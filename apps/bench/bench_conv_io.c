@@ -97,9 +97,9 @@ static int shape_of_spec(const char *p, size_t len, int batch, bc_shape *s) {
                &s->stride, &s->pad, &tail) != 8)
         return 0;
     if (s->h < 1 || s->w < 1 || s->c < 1 || s->k < 1 || s->r < 1 || s->s < 1 || s->stride < 1 ||
-        s->pad < 0 || s->pad >= s->r || s->pad >= s->s || s->stride > 64 || s->h > 16384 || s->w > 16384 ||
-        s->c > 4096 || s->k > 4096 || s->r > 64 || s->s > 64 || s->h + 2 * s->pad < s->r ||
-        s->w + 2 * s->pad < s->s)
+        s->pad < 0 || s->pad >= s->r || s->pad >= s->s || s->stride > 64 || s->h > 16384 ||
+        s->w > 16384 || s->c > 4096 || s->k > 4096 || s->r > 64 || s->s > 64 ||
+        s->h + 2 * s->pad < s->r || s->w + 2 * s->pad < s->s)
         return 0;
     const int p_ = (s->h + 2 * s->pad - s->r) / s->stride + 1,
               q = (s->w + 2 * s->pad - s->s) / s->stride + 1;
@@ -107,8 +107,7 @@ static int shape_of_spec(const char *p, size_t len, int batch, bc_shape *s) {
         snprintf(s->name, sizeof s->name, "%dx%dx%d->%dx%dx%d %dx%d s%d", s->w, s->h, s->c, q, p_,
                  s->k, s->r, s->s, s->stride);
     else
-        snprintf(s->name, sizeof s->name, "%dx%dx%d->%d %dx%d", s->w, s->h, s->c, s->k, s->r,
-                 s->s);
+        snprintf(s->name, sizeof s->name, "%dx%dx%d->%d %dx%d", s->w, s->h, s->c, s->k, s->r, s->s);
     return 1;
 }
 

@@ -542,9 +542,8 @@ static void direct_kernel_packed_taps_variants(void **state) {
         write_text(path, edited);
         fv_context *saved = push_profile_context(path);
         for (size_t i = 0; i < NCASES; i++)
-            for (int slice = 0;
-                 (v < 4 ? packed_two_case(&cases[i]) : packed_one_case(&cases[i])) &&
-                 slice < 2 - (cases[i].k % 8 != 0);
+            for (int slice = 0; (v < 4 ? packed_two_case(&cases[i]) : packed_one_case(&cases[i])) &&
+                                slice < 2 - (cases[i].k % 8 != 0);
                  slice++) {
                 conv_case cc = cases[i];
                 cc.flags = 0; /* the profile decides */

@@ -141,8 +141,8 @@ static int two_rows_geometry(const fv_conv2d_desc *d) {
 static int packed_one_geometry(const fv_conv2d_desc *d) {
     int kp = FV_ROUND_UP(d->k, 8);
     return (d->c == 3 || d->c == 4) && d->r == d->s &&
-           (d->r == 3 || d->r == 5 || d->r == 7 || (d->r == 9 && d->c == 4)) &&
-           d->stride_h >= 1 && d->stride_h <= 4 && d->stride_w >= 1 && d->stride_w <= 4 &&
+           (d->r == 3 || d->r == 5 || d->r == 7 || (d->r == 9 && d->c == 4)) && d->stride_h >= 1 &&
+           d->stride_h <= 4 && d->stride_w >= 1 && d->stride_w <= 4 &&
            (kp == 16 || kp == 32 || kp == 64);
 }
 

@@ -168,7 +168,7 @@ size_t smem_of(const fv__conv_direct_geom *g) {
     size_t common =
         (size_t)g->kp * g->r * g->kr * 2 +
         (size_t)stage_floats(warps_of(g), g->two || g->pc || wide(g->cm, g->pair != 0)) * 4 +
-                    (size_t)bias_floats(g->kp) * 4;
+        (size_t)bias_floats(g->kp) * 4;
     if (g->persistent) return common + ((size_t)2 * window_halves(g) + packed_halves(g)) * 2;
     int rows, cols, stride;
     window_of(g, &rows, &cols, &stride);
@@ -669,8 +669,8 @@ __device__ __forceinline__ void compute_tile_one(const direct_args &a, const __h
                                                  int oy0, int ox0) {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float accs[1][2][NF][4] = {}; /* one output row, in epilogue_regs' layout */
-    const __half *arow = sx + (size_t)warp * a.sh * O::ROW_STRIDE + (lane & 15) * O::PX +
-                         (lane >> 4) * 8;
+    const __half *arow =
+        sx + (size_t)warp * a.sh * O::ROW_STRIDE + (lane & 15) * O::PX + (lane >> 4) * 8;
     const __half *brow = sw + ((size_t)(lane >> 4) * O::KR + (lane & 15)) * 8;
 #pragma unroll
     for (int kc = 0; kc < O::KF; kc += 16)
@@ -1007,8 +1007,8 @@ extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t
         return 0;
     }
     if (g->pc && !g->two &&
-        (!(g->pc == 3 || g->pc == 4) || g->cm != 4 || g->pair || !g->persistent ||
-         g->sh < 1 || g->sh > 4 || g->sw < 1 || g->sw > 4 || g->r != g->s ||
+        (!(g->pc == 3 || g->pc == 4) || g->cm != 4 || g->pair || !g->persistent || g->sh < 1 ||
+         g->sh > 4 || g->sw < 1 || g->sw > 4 || g->r != g->s ||
          !(g->r == 3 || g->r == 5 || g->r == 7 || (g->r == 9 && g->pc == 4)) ||
          !(g->kp == 16 || g->kp == 32 || g->kp == 64) || !(g->th == 4 || g->th == 8) ||
          g->cs % 8)) {
