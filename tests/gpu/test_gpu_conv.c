@@ -396,8 +396,13 @@ static void pop_profile_context(fv_context *saved) {
  * stride 1): 8 channels and K <= 32; wide pixels (16, 32 channels) with K
  * of 16 or 32 in persistent blocks only. */
 static int two_rows_case(const conv_case *cc, int persistent) {
-    return (cc->c == 8 && cc->k <= 32) ||
-           (persistent && (cc->c == 16 || cc->c == 32) && (cc->k == 16 || cc->k == 32));
+    const int kp = (cc->k + 7) / 8 * 8;
+    if (cc->stride == 2) /* 4 or 8 channels read, 3x3, 5x5, 9x9, persistent */
+        return persistent && cc->c <= 8 && cc->r == cc->s &&
+               (cc->r == 3 || cc->r == 5 || cc->r == 9) && (kp == 8 || kp == 16 || kp == 32);
+    return cc->stride == 1 &&
+           ((cc->c == 8 && cc->k <= 32) ||
+            (persistent && (cc->c == 16 || cc->c == 32) && (cc->k == 16 || cc->k == 32)));
 }
 
 /* Block geometries of the direct kernel (4, 8, 16 rows a block; a block a
@@ -423,6 +428,12 @@ static void direct_kernel_variants_from_profile(void **state) {
         {1, 30, 50, 8, 16, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 0, FV_CONV2D_DIRECT},
         /* K 12 stored as 16: sigmoid's padding lanes must come out 0 */
         {2, 37, 61, 8, 12, 5, 5, 1, 2, 1, 1, FV_ACT_SIGMOID, 0, 1, FV_CONV2D_DIRECT},
+        /* two rows a warp at stride 2 (persistent): 8 channels read, 3x3
+         * and 9x9; 4 read (C 4 and, through the 4-channel form, C 3) */
+        {1, 37, 66, 8, 16, 3, 3, 2, 1, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
+        {1, 40, 70, 8, 8, 9, 9, 2, 4, 1, 1, FV_ACT_IDENTITY, 0, 1, FV_CONV2D_DIRECT},
+        {2, 29, 47, 4, 32, 5, 5, 2, 2, 1, 1, FV_ACT_TANH, 0, 1, FV_CONV2D_DIRECT},
+        {1, 31, 52, 3, 32, 3, 3, 2, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, FV_CONV2D_DIRECT},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         assert_true(run_case(&cases[i], 1) <= 2e-3);
@@ -438,7 +449,8 @@ static void direct_kernel_variants_from_profile(void **state) {
     assert_non_null(edited);
     /* engine numbers: rows a block, + 100 when persistent, + 200 with two
      * rows a warp (3x3 and 5x5: 8 channels and K <= 32; wide pixels with K
-     * 16 or 32 persistent; 12 rows: two rows a warp only) */
+     * 16 or 32 persistent; at stride 2, 3x3, 5x5 and 9x9 on 4 or 8 channels
+     * read, persistent; 12 rows: two rows a warp only) */
     const char *rows[] = {"16", "4", "108", "116", "216", "208", "204", "316", "308", "304", "312"};
     const char *names[] = {"-16rows",
                            "-4rows",

@@ -533,25 +533,29 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const unsigned (&a)[2], 
     mma1688(c, a[0], a[1], b[0]);
 }
 
-/* The operands of two rows a warp, at compile time: R filter rows; KR
- * weights per (k, filter row); the 16-wide steps below KF (a last one of 8
- * from KF to KR where KF < KR); PX halves between neighbouring output
- * pixels' operand rows, ROW_STRIDE between input rows; at(kc) the offset
- * of step kc in a pixel's row. Window pixels (pixel_ops: the pixel's cm
- * channels, taps side by side, or wide pixels of cm + 8 halves) or packed
- * taps (packed_ops: a vector per output column). */
-template <int CM, int RT> struct pixel_ops {
-    typedef fixed<CM, false, RT> F;
-    static constexpr int R = RT, KR = F::KR, PX = wide_pixels<CM, false>::px;
-    static constexpr int ROW_STRIDE = F::ROW_STRIDE;
-    /* a filter row of 3 or 5 taps of 8 channels: 24 or 40 halves */
-    static constexpr int KF = (RT * CM) % 16 == 8 ? KR - 16 : KR;
+/* The operands of two rows a warp, at compile time: R filter rows; SH the
+ * stride (input rows between the two output rows, and SH x the window
+ * pixels between neighbouring output columns); KR weights per (k, filter
+ * row); the 16-wide steps below KF (a last one of 8 from KF to KR where KF
+ * < KR); PX halves between neighbouring output pixels' operand rows,
+ * ROW_STRIDE between input rows; at(kc) the offset of step kc in a pixel's
+ * row. Window pixels (pixel_ops: the pixel's cm channels, taps side by
+ * side, or wide pixels of cm + 8 halves; at stride 2, 4 or 8 channels read)
+ * or packed taps (packed_ops: a vector per output column). */
+template <int CM, int RT, int SW = 1> struct pixel_ops {
+    static constexpr bool WIDE = wide_pixels<CM, false>::on;
+    static constexpr int R = RT, SH = SW, KR = fixed_kr(CM, RT);
+    static constexpr int PX = SW == 1 ? wide_pixels<CM, false>::px : SW * CM;
+    static constexpr int ROW_STRIDE = window_stride(CM, false, SW, RT, KR);
+    /* a filter row of 3 or 5 taps of 8 channels: 24 or 40 halves (9 of 4:
+     * 36, in 16 + 16 + 8) */
+    static constexpr int KF = (RT * CM + 7) / 8 * 8 % 16 == 8 ? KR - 16 : KR;
     static __device__ __forceinline__ int at(int kc) { /* tap kc / CM, channels kc % CM on */
-        return kc + (kc / CM) * (PX - CM);
+        return WIDE ? kc + (kc / CM) * (PX - CM) : kc;
     }
 };
 template <int PC, int RT> struct packed_ops {
-    static constexpr int R = RT, KR = packed_kr(PC, RT), PX = packed_px(KR);
+    static constexpr int R = RT, SH = 1, KR = packed_kr(PC, RT), PX = packed_px(KR);
     static constexpr int ROW_STRIDE = 32 * PX;
     static constexpr int KF = (RT * PC + 7) / 8 * 8 % 16 == 8 ? KR - 16 : KR;
     static __device__ __forceinline__ int at(int kc) {
@@ -560,21 +564,27 @@ template <int PC, int RT> struct packed_ops {
 };
 
 /* One step of compute_tile_two at kc: W = 4, 16 halves (m16n8k16); W = 2,
- * the last 8 (m16n8k8). Input row r + 1's A fragments are loaded once and
- * serve filter row r + 1 of the first output row and r of the second. */
+ * the last 8 (m16n8k8). Each input row's A fragments are loaded once:
+ * input row r + SH serves filter row r + SH of the first output row and r
+ * of the second (a ring of SH + 1 rows' fragments). */
 template <int W, class O, int NF>
 __device__ __forceinline__ void two_step(float (&acc)[2][2][NF][4], const __half *arow,
                                          const __half *brow, int kc) {
+    constexpr int RING = O::SH + 1;
     const int ko = O::at(kc);
-    unsigned fa[2][2][W]; /* [input row parity][pixels 0-15, 16-31] */
-    load_a(fa[0][0], arow + ko);
-    load_a(fa[0][1], arow + ko + 16 * O::PX);
+    unsigned fa[RING][2][W]; /* [input row % RING][pixels 0-15, 16-31] */
+#pragma unroll
+    for (int i = 0; i < O::SH; i++) {
+        load_a(fa[i][0], arow + (size_t)i * O::ROW_STRIDE + ko);
+        load_a(fa[i][1], arow + (size_t)i * O::ROW_STRIDE + ko + 16 * O::PX);
+    }
 #pragma unroll
     for (int r = 0; r < O::R; r++) {
-        /* fa[r % 2]: input row 2 warp + r; fa[(r + 1) % 2]: the row below */
-        const __half *ap = arow + (size_t)(r + 1) * O::ROW_STRIDE + ko;
-        load_a(fa[(r + 1) % 2][0], ap);
-        load_a(fa[(r + 1) % 2][1], ap + 16 * O::PX);
+        /* fa[r % RING]: input row 2 SH warp + r; fa[(r + SH) % RING]: the
+         * second output row's row r */
+        const __half *ap = arow + (size_t)(r + O::SH) * O::ROW_STRIDE + ko;
+        load_a(fa[(r + O::SH) % RING][0], ap);
+        load_a(fa[(r + O::SH) % RING][1], ap + 16 * O::PX);
         const __half *bp = brow + ((size_t)r * NF * O::KR + kc) * 8;
 #pragma unroll
         for (int j = 0; j < NF; j += 2) {
@@ -584,8 +594,8 @@ __device__ __forceinline__ void two_step(float (&acc)[2][2][NF][4], const __half
             for (int h = 0; h < 2 && j + h < NF; h++)
 #pragma unroll
                 for (int m = 0; m < 2; m++) {
-                    mma_step(acc[0][m][j + h], fa[r % 2][m], b + h * (W / 2));
-                    mma_step(acc[1][m][j + h], fa[(r + 1) % 2][m], b + h * (W / 2));
+                    mma_step(acc[0][m][j + h], fa[r % RING][m], b + h * (W / 2));
+                    mma_step(acc[1][m][j + h], fa[(r + O::SH) % RING][m], b + h * (W / 2));
                 }
         }
     }
@@ -593,15 +603,15 @@ __device__ __forceinline__ void two_step(float (&acc)[2][2][NF][4], const __half
 
 /* Two output rows a warp (oy0 + 2 warp and the row below), fixed geometry,
  * stride 1, 8, 16 or 32 channels read (wide pixels: CM + 8 halves a window
- * pixel, the steps as compute_tile's): each weight fragment feeds both rows' MMAs,
- * and each input row's A fragments serve filter row r of the first output
- * row and r - 1 of the second: per 16-wide step 2 (R + 1) A loads (ldmatrix
- * x4) and R x NF / 2 B loads for 4 R x NF MMAs (m16n8k16), where one row a
- * warp takes 2 R, R x NF / 2 and 2 R x NF. The steps go kc outer, r inner
- * (one row a warp: r outer): the sums' order, and so the last bits, differ
- * from the other variants'. mma.sync's C fragment has a defined layout, so
- * the epilogue goes from registers (epilogue_regs), without the FP32
- * shared-memory stage of the others. */
+ * pixel, the steps as compute_tile's), or stride 2 with 4 or 8 read: each
+ * weight fragment feeds both rows' MMAs, and each input row's A fragments
+ * serve filter row r of the first output row and r - SH of the second: per
+ * 16-wide step 2 (R + SH) A loads (ldmatrix x4) and R x NF / 2 B loads for
+ * 4 R x NF MMAs (m16n8k16), where one row a warp takes 2 R, R x NF / 2 and
+ * 2 R x NF (9x9 at stride 2: 22 A loads where one row a warp takes 36). The steps go kc outer, r
+ * inner (one row a warp: r outer): the sums' order, and so the last bits, differ from the other
+ * variants'. mma.sync's C fragment has a defined layout, so the epilogue goes from registers
+ * (epilogue_regs), without the FP32 shared-memory stage of the others. */
 template <class O, int NF>
 __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __half *sx,
                                                  const __half *sw, const float *sbias, int n,
@@ -613,7 +623,7 @@ __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __h
      * tap (8 channels), the tap's next 8 channels (wide) or the next 8
      * positions (packed) */
     const __half *arow =
-        sx + (size_t)(2 * warp) * O::ROW_STRIDE + (lane & 15) * O::PX + (lane >> 4) * 8;
+        sx + (size_t)(2 * warp * O::SH) * O::ROW_STRIDE + (lane & 15) * O::PX + (lane >> 4) * 8;
     const __half *brow = sw + ((size_t)(lane >> 4) * O::KR + (lane & 15)) * 8;
     /* A filter row of 3 or 5 taps of 8 channels is 24 or 40 halves: its
      * last 16-wide step holds one tap and 8 halves of padding, which go
@@ -667,6 +677,7 @@ template <class O, int NF>
 __device__ __forceinline__ void compute_tile_one(const direct_args &a, const __half *sx,
                                                  const __half *sw, const float *sbias, int n,
                                                  int oy0, int ox0) {
+    static_assert(O::SH == 1, "one row a warp: the stride comes from direct_args");
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float accs[1][2][NF][4] = {}; /* one output row, in epilogue_regs' layout */
     const __half *arow =
@@ -739,7 +750,8 @@ __device__ __forceinline__ void load_weights(const direct_args &a, __half *sw, f
 /* One tile from its window sx: one row a warp, two (TWO), or packed taps
  * (PC > 0: one or two rows a warp from the vectors pack_taps writes to
  * `packed`, between two barriers of the whole block). */
-template <int CM, int NF, bool PAIR, int RT, bool TWO, int PC = 0, bool PACKED = (PC > 0)>
+template <int CM, int NF, bool PAIR, int RT, bool TWO, int PC = 0, int SW = 1,
+          bool PACKED = (PC > 0)>
 struct tile_of {
     static __device__ __forceinline__ void run(const direct_args &a, const __half *sx, __half *,
                                                const __half *sw, float *stage, const float *sbias,
@@ -747,14 +759,14 @@ struct tile_of {
         compute_tile<CM, NF, PAIR, RT>(a, sx, sw, stage, sbias, n, oy0, ox0);
     }
 };
-template <int CM, int NF, int RT> struct tile_of<CM, NF, false, RT, true, 0, false> {
+template <int CM, int NF, int RT, int SW> struct tile_of<CM, NF, false, RT, true, 0, SW, false> {
     static __device__ __forceinline__ void run(const direct_args &a, const __half *sx, __half *,
                                                const __half *sw, float *, const float *sbias, int n,
                                                int oy0, int ox0) {
-        compute_tile_two<pixel_ops<CM, RT>, NF>(a, sx, sw, sbias, n, oy0, ox0);
+        compute_tile_two<pixel_ops<CM, RT, SW>, NF>(a, sx, sw, sbias, n, oy0, ox0);
     }
 };
-template <int NF, int RT, int PC> struct tile_of<4, NF, false, RT, true, PC, true> {
+template <int NF, int RT, int PC> struct tile_of<4, NF, false, RT, true, PC, 1, true> {
     static __device__ __forceinline__ void run(const direct_args &a, const __half *sx,
                                                __half *packed, const __half *sw, float *,
                                                const float *sbias, int n, int oy0, int ox0) {
@@ -763,7 +775,7 @@ template <int NF, int RT, int PC> struct tile_of<4, NF, false, RT, true, PC, tru
         compute_tile_two<packed_ops<PC, RT>, NF>(a, packed, sw, sbias, n, oy0, ox0);
     }
 };
-template <int NF, int RT, int PC> struct tile_of<4, NF, false, RT, false, PC, true> {
+template <int NF, int RT, int PC> struct tile_of<4, NF, false, RT, false, PC, 1, true> {
     static __device__ __forceinline__ void run(const direct_args &a, const __half *sx,
                                                __half *packed, const __half *sw, float *,
                                                const float *sbias, int n, int oy0, int ox0) {
@@ -800,7 +812,7 @@ __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
  * 146 registers instead of 128 (5x5, K 32) and 68 instead of 50 (3x3, K
  * 8), and the 16-row 5x5 kernel ran 28% slower at one block an SM (H100,
  * docs/bench/RESULTS.md). */
-template <int CM, int NF, bool PAIR, int RT = 0, bool TWO = false, int PC = 0>
+template <int CM, int NF, bool PAIR, int RT = 0, bool TWO = false, int PC = 0, int SW = 1>
 __global__ void __launch_bounds__(TWO || PC ? 256 : 512) direct_kernel_persistent(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int nwarps = blockDim.x >> 5, rows = nwarps * (TWO ? 2 : 1); /* output rows a tile */
@@ -829,8 +841,8 @@ __global__ void __launch_bounds__(TWO || PC ? 256 : 512) direct_kernel_persisten
         fv_k::copy_wait<1>(); /* this tile's window has landed */
         __syncthreads();
         const int tx = t % tiles_x, rest = t / tiles_x;
-        tile_of<CM, NF, PAIR, RT, TWO, PC>::run(a, cur, packed, sw, stage, sbias, rest / tiles_y,
-                                                (rest % tiles_y) * rows, tx * 32);
+        tile_of<CM, NF, PAIR, RT, TWO, PC, SW>::run(
+            a, cur, packed, sw, stage, sbias, rest / tiles_y, (rest % tiles_y) * rows, tx * 32);
         __syncthreads(); /* everyone is done with cur before it is refilled */
     }
     fv_k::copy_wait<0>(); /* a block without a tile: its weights' copies */
@@ -854,7 +866,7 @@ template <int CM, int NF> struct two_block<CM, NF, false> {
         return nullptr;
     }
 };
-template <int CM, int NF, bool OK> struct two_kernel {
+template <int CM, int NF, bool OK> struct two_unit { /* stride 1: 8, 16, 32 read (OK) */
     static kernel_fn of(int rt, int persistent) {
         if (persistent)
             return rt == 3   ? direct_kernel_persistent<CM, NF, false, 3, true>
@@ -863,19 +875,44 @@ template <int CM, int NF, bool OK> struct two_kernel {
         return two_block<CM, NF, CM == 8>::of(rt);
     }
 };
-template <int CM, int NF> struct two_kernel<CM, NF, false> {
+template <int CM, int NF> struct two_unit<CM, NF, false> {
     static kernel_fn of(int, int) {
+        return nullptr;
+    }
+};
+template <int CM, int NF, bool OK> struct two_strided { /* stride 2: 4 or 8 read (OK) */
+    static kernel_fn of(int rt) {
+        return rt == 3   ? direct_kernel_persistent<CM, NF, false, 3, true, 0, 2>
+               : rt == 5 ? direct_kernel_persistent<CM, NF, false, 5, true, 0, 2>
+               : rt == 9 ? direct_kernel_persistent<CM, NF, false, 9, true, 0, 2>
+                         : nullptr;
+    }
+};
+template <int CM, int NF> struct two_strided<CM, NF, false> {
+    static kernel_fn of(int) {
+        return nullptr;
+    }
+};
+template <int CM, int NF, bool OK> struct two_kernel {
+    static kernel_fn of(int rt, int persistent, int sw) {
+        if (sw == 2) return persistent ? two_strided<CM, NF, CM <= 8>::of(rt) : nullptr;
+        return two_unit<CM, NF, CM >= 8>::of(rt, persistent);
+    }
+};
+template <int CM, int NF> struct two_kernel<CM, NF, false> {
+    static kernel_fn of(int, int, int) {
         return nullptr;
     }
 };
 
 /* rt: the filter's rows where the kernel knows its geometry (fixed), else 0;
- * two: two output rows a warp */
-template <int CM, int NF, bool PAIR> kernel_fn kernel_of(int persistent, int rt, int two) {
+ * two: two output rows a warp; sw: the stride (two rows a warp: 1 or 2) */
+template <int CM, int NF, bool PAIR>
+kernel_fn kernel_of(int persistent, int rt, int two, int sw = 1) {
     /* two rows a warp: fv__conv_direct_check lets it through only where it fits */
-    constexpr bool two_ok = !PAIR && ((CM == 8 && (NF == 1 || NF == 2 || NF == 4)) ||
+    constexpr bool two_ok = !PAIR && (((CM == 4 || CM == 8) && (NF == 1 || NF == 2 || NF == 4)) ||
                                       ((CM == 16 || CM == 32) && (NF == 2 || NF == 4)));
-    if (two) return two_kernel<CM, NF, two_ok>::of(rt, persistent);
+    if (two) return two_kernel<CM, NF, two_ok>::of(rt, persistent, sw);
     if (persistent) return direct_kernel_persistent<CM, NF, PAIR>;
     /* K of 8, 16, 32 and 64 (the common layers; each kernel costs build time) */
     if (FIXED_KERNELS && !PAIR && CM >= 8 && (NF == 1 || NF == 2 || NF == 4 || NF == 8)) {
@@ -885,16 +922,17 @@ template <int CM, int NF, bool PAIR> kernel_fn kernel_of(int persistent, int rt,
     return direct_kernel<CM, NF, PAIR, 0>;
 }
 
-template <int CM, bool PAIR = false> kernel_fn pick_nf(int nf, int persistent, int rt, int two) {
+template <int CM, bool PAIR = false>
+kernel_fn pick_nf(int nf, int persistent, int rt, int two, int sw = 1) {
     switch (nf) {
     case 1:
-        return kernel_of<CM, 1, PAIR>(persistent, rt, two);
+        return kernel_of<CM, 1, PAIR>(persistent, rt, two, sw);
     case 2:
-        return kernel_of<CM, 2, PAIR>(persistent, rt, two);
+        return kernel_of<CM, 2, PAIR>(persistent, rt, two, sw);
     case 3:
         return kernel_of<CM, 3, PAIR>(persistent, rt, two);
     case 4:
-        return kernel_of<CM, 4, PAIR>(persistent, rt, two);
+        return kernel_of<CM, 4, PAIR>(persistent, rt, two, sw);
     case 5:
         return kernel_of<CM, 5, PAIR>(persistent, rt, two);
     case 6:
@@ -910,9 +948,17 @@ template <int CM, bool PAIR = false> kernel_fn pick_nf(int nf, int persistent, i
 
 /* The filter rows of g where a fixed-geometry kernel runs it (stride 1
  * along rows, R = S = 3 or 5, cm 8, 16 or 32, K stored as 8, 16, 32 or 64,
- * a block a tile; persistent: two rows a warp only), else 0. */
+ * a block a tile; persistent: two rows a warp only; and two rows a warp at
+ * stride 2, 3x3, 5x5 or 9x9, cm 4 or 8, K 8, 16 or 32, persistent), else
+ * 0. */
 int fixed_rows(const fv__conv_direct_geom *g) {
     const int nf = g->kp / 8;
+    if (g->two && g->sw == 2)
+        return g->sh == 2 && g->persistent && !g->pair && !g->pc && (g->cm == 4 || g->cm == 8) &&
+                       g->r == g->s && (nf == 1 || nf == 2 || nf == 4) &&
+                       (g->r == 3 || g->r == 5 || g->r == 9)
+                   ? g->r
+                   : 0;
     if ((g->persistent && !g->two) || g->pair || g->cm < 8 || g->sw != 1 || g->r != g->s ||
         !(nf == 1 || nf == 2 || nf == 4 || nf == 8))
         return 0;
@@ -971,10 +1017,10 @@ kernel_fn pick(const fv__conv_direct_geom *g) {
     const int rt = fixed_rows(g);
     if (g->pair) return g->cm == 4 ? pick_nf<4, true>(g->kp / 8, g->persistent, 0, 0) : nullptr;
     switch (g->cm) {
-    case 4:
-        return pick_nf<4>(g->kp / 8, g->persistent, 0, 0);
+    case 4: /* two rows a warp: stride 2 only */
+        return pick_nf<4>(g->kp / 8, g->persistent, rt, g->two && rt, g->sw);
     case 8:
-        return pick_nf<8>(g->kp / 8, g->persistent, rt, g->two);
+        return pick_nf<8>(g->kp / 8, g->persistent, rt, g->two, g->sw);
     case 16:
         return pick_nf<16>(g->kp / 8, g->persistent, rt, g->two);
     case 32:
@@ -988,8 +1034,11 @@ kernel_fn pick(const fv__conv_direct_geom *g) {
 bool fixed_matches(const fv__conv_direct_geom *g, int row_stride) {
     const int rt = fixed_rows(g);
     if (g->pc) return g->kr == packed_kr(g->pc, g->r) && g->kr + 8 == packed_px(g->kr);
+    const int stride = g->two && g->sw == 2
+                           ? window_stride(g->cm, false, 2, rt, fixed_kr(g->cm, rt))
+                           : fixed_stride(g->cm, false, rt);
     return (!FIXED_KERNELS && !g->two) || rt == 0 ||
-           (fixed_stride(g->cm, false, rt) == row_stride && fixed_kr(g->cm, rt) == g->kr);
+           (stride == row_stride && fixed_kr(g->cm, rt) == g->kr);
 }
 
 } // namespace
@@ -1047,11 +1096,13 @@ extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t
             : g->pair ? 16 * (g->s / 2 > 1 ? g->s / 2 : 1)
                       : (g->s * g->cm + 15) / 16 * 16;
     if (g->two && !g->pc &&
-        (g->cm < 8 || g->sh != 1 || fixed_rows(g) == 0 || g->kp > 32 ||
-         (g->cm > 8 && (g->kp < 16 || !g->persistent)))) {
+        (g->sw == 2 ? fixed_rows(g) == 0 || g->kp > 32
+                    : g->cm < 8 || g->sh != 1 || fixed_rows(g) == 0 || g->kp > 32 ||
+                          (g->cm > 8 && (g->kp < 16 || !g->persistent)))) {
         snprintf(why, why_n,
                  "two rows a warp: stride 1, 3x3 or 5x5; 8 channels read and K 8, 16 or 32, "
-                 "or 16 or 32 read, K 16 or 32 and persistent blocks");
+                 "or 16 or 32 read, K 16 or 32 and persistent blocks; or stride 2, 3x3, 5x5 or "
+                 "9x9, 4 or 8 read, K 8, 16 or 32, persistent blocks");
         return 0;
     }
     size_t need = smem_of(g);

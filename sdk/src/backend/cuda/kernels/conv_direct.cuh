@@ -27,7 +27,10 @@
  * MMAs (ldmatrix + mma.sync), and the epilogue goes from registers straight
  * to memory; persistent, on the H100 it took 1920x1080x8->32 5x5 from 0.118
  * to 0.095 ms and 2048x2048x8->8 3x3 from 0.085 to 0.069 (1.67x and 1.49x
- * the DRAM floor).
+ * the DRAM floor). At stride 2 (3x3, 5x5, 9x9; 4 or 8 channels read; K 8,
+ * 16 or 32; persistent) input row i serves filter row i of the first
+ * output row and i - 2 of the second: 9x9 loads 11 input rows' operands
+ * for two output rows where one row a warp loads 18.
  *
  * Pairs (`pair`, with cm 4): each 16-byte entry of the window holds the 4
  * channels of pixel x and of pixel x + 1, so a 16-wide step at entry 2j
@@ -79,7 +82,8 @@ typedef struct fv__conv_direct_geom {
                        (small images); 0: a block a tile (large ones) */
     int two;        /* 1: two output rows a warp (th / 2 warps a block): each weight
                        fragment and input row feeds both (8 channels read, stride 1,
-                       3x3 or 5x5, K 8, 16 or 32; a block a tile or persistent) */
+                       3x3 or 5x5, K 8, 16 or 32; a block a tile or persistent; or
+                       stride 2, 4 or 8 read, 3x3, 5x5 or 9x9, persistent) */
     int pc;         /* packed taps (above): the op's C (1, 3 or 4), with cm 4, persistent;
                        two rows a warp or one (C 3 or 4); kr = s * pc rounded up to 16;
                        0: off */
