@@ -1229,9 +1229,10 @@ static void cached_plan_round_trip(void **state) {
  * (direct_preferred); on a small image, or at stride 2, not the direct
  * kernel first (the kernel's answers are checked in the variants test).
  * RGB layers take packed taps: two rows a warp at stride 1, one on the
- * strided stems (K 64 too: ResNet's). */
+ * strided stems (K 64 too: ResNet's); 8 and 4 channels read at stride 2,
+ * two rows a warp, 8 rows a block. */
 static void direct_kernel_heuristic_takes_wide_pixels(void **state) {
-    static float w[64 * 3 * 7 * 7]; /* the largest: ResNet's stem (32 x 32 x 9 fewer) */
+    static float w[64 * 3 * 7 * 7]; /* the largest: ResNet's stem (the others fewer) */
     fv_test_seed(77);
     fv_test_fill_uniform(w, sizeof w / sizeof w[0], -0.1f, 0.1f);
     const struct {
@@ -1247,6 +1248,11 @@ static void direct_kernel_heuristic_takes_wide_pixels(void **state) {
          "fovea-direct-4rows-persistent-packed"},
         {{1, 224, 224, 3, 64, 7, 7, 2, 3, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
          "fovea-direct-4rows-persistent-packed"}, /* ResNet's stem */
+        /* stride 2 on 8 and 4 channels read: two rows a warp, 8 rows */
+        {{1, 400, 400, 8, 8, 9, 9, 2, 4, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
+         "fovea-direct-8rows-persistent-2w"},
+        {{1, 256, 256, 4, 32, 5, 5, 2, 2, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
+         "fovea-direct-8rows-persistent-2w"},
         {{1, 512, 512, 32, 32, 3, 3, 2, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE}, NULL},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {

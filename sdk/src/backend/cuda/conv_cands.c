@@ -205,13 +205,17 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, 
  * more, else 8; then the other two-rows-a-warp variants. Wide pixels (16
  * or 32 channels read) have persistent two-rows variants only: 8 rows a
  * block first (1024x1024x32->32 3x3: 0.067 ms; 16 rows 0.077, 4 rows
- * 0.071, the best one-row variant 0.087). */
+ * 0.071, the best one-row variant 0.087); so has stride 2 (4 or 8 channels
+ * read, 3x3, 5x5, 9x9): 8 rows first, which autotune took on all five
+ * strided shapes measured (1920x1080x4->32 9x9 s2: 0.0449 ms, 16 rows
+ * 0.0492, the best one-row variant 0.0661). */
 int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
                                fv__conv_cand *out, int *n, int max, char *why, size_t why_n) {
     static const int big[] = {16, 8, 4}, small[] = {8, 4, 16}, two[] = {316, 216, 208, 308, 312},
                      two_wide[] = {308, 304, 316, 312};
     const fv_conv2d_desc *d = &op->desc;
-    const int wide = f->cd >= 16;
+    /* wide pixels and stride 2: persistent two-rows variants only, 8 rows first */
+    const int wide = f->cd >= 16 || (d->stride_h == 2 && d->stride_w == 2);
     const int *ths = d->r * d->s >= 25 ? big : small;
     int first_persistent = (long)d->n * op->p * op->q <= 600000;
     int offered = 0;
@@ -231,9 +235,9 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
         return offered;
     }
     for (int i = 0; i < 11 && *n < max; i++) {
-        /* i 0: 316 (wide pixels: 308); 1-6: one row a warp; 7-10: the other
-         * two-rows variants (wide pixels: 304, 316, 312, the only others
-         * they have) */
+        /* i 0: 316 (wide pixels and stride 2: 308); 1-6: one row a warp;
+         * 7-10: the other two-rows variants (wide pixels and stride 2: 304,
+         * 316, 312, the only others they have) */
         const int one = i >= 1 && i <= 6;
         if (i == 10 && wide) continue;
         int variant = one    ? ths[(i - 1) % 3] + (first_persistent ^ (i >= 4)) * 100
