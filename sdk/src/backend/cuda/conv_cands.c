@@ -215,7 +215,7 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
                      two_wide[] = {308, 304, 316, 312};
     const fv_conv2d_desc *d = &op->desc;
     /* wide pixels and stride 2: persistent two-rows variants only, 8 rows first */
-    const int wide = f->cd >= 16 || (d->stride_h == 2 && d->stride_w == 2);
+    const int persistent_two = f->cd >= 16 || (d->stride_h == 2 && d->stride_w == 2);
     const int *ths = d->r * d->s >= 25 ? big : small;
     int first_persistent = (long)d->n * op->p * op->q <= 600000;
     int offered = 0;
@@ -239,10 +239,10 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
          * 7-10: the other two-rows variants (wide pixels and stride 2: 304,
          * 316, 312, the only others they have) */
         const int one = i >= 1 && i <= 6;
-        if (i == 10 && wide) continue;
-        int variant = one    ? ths[(i - 1) % 3] + (first_persistent ^ (i >= 4)) * 100
-                      : wide ? two_wide[i ? i - 6 : 0]
-                             : two[i ? i - 6 : 0];
+        if (i == 10 && persistent_two) continue;
+        int variant = one              ? ths[(i - 1) % 3] + (first_persistent ^ (i >= 4)) * 100
+                      : persistent_two ? two_wide[i ? i - 6 : 0]
+                                       : two[i ? i - 6 : 0];
         char why2[160]; /* two rows a warp fits few ops: its refusal is not the reason */
         if (!direct_candidate(op, f, variant, &out[*n], one ? why : why2,
                               one ? why_n : sizeof why2))
