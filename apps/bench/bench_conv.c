@@ -24,6 +24,8 @@
 int bench_cmd_conv(int argc, char **argv) {
     bc_opts o;
     if (bc_parse_opts(argc, argv, &o, 0)) return 2;
+    bc_shape shapes[BC_MAX_SHAPES]; /* a malformed --shapes is said first, as with a GPU */
+    if (bc_select_shapes(o.shapes, shapes, BC_MAX_SHAPES, o.batch) <= 0) return 2;
     fprintf(stderr, "fovea-bench conv needs a GPU: this fovea was built without its CUDA backend "
                     "(no CUDA toolkit or cuDNN found at configure time)\n");
     return 2;
