@@ -4,6 +4,8 @@
  * photos are those test_image_io checks against OpenCV. */
 #include "fv_test.h"
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,8 @@
 /* Internal to libfovea_platform (platform/src/io_internal.h), exported. */
 fv_status fv__host_convert(const fv_image *src, fv_image *dst);
 int64_t fv__now_ns(void);
+void fv__copy_rows(void *dst, size_t dstride, const void *src, size_t sstride, size_t row,
+                   size_t rows);
 
 static char tmp_dir[256];
 
@@ -742,6 +746,66 @@ static void capture_into(void **state) {
     capture_into_case(uri, 0, 0, 0, 1);
 }
 
+/* fv__copy_rows from several threads at once (cameras copying frames into
+ * their mailboxes): each frame lands whole, byte for byte, with the bytes
+ * between rows of a strided destination untouched. The shapes: a dense
+ * frame over 1 MB (split into parts), strided rows, 8 rows of 200 KB (as
+ * many parts as rows), and a small frame (copied by its caller alone). */
+typedef struct copy_case {
+    size_t row, rows, sstride, dstride;
+    int seed, frames, bad; /* bad: frames that differed */
+} copy_case;
+
+static void *copy_thread(void *arg) {
+    copy_case *c = arg;
+    unsigned char *src = malloc(c->sstride * c->rows), *dst = malloc(c->dstride * c->rows);
+    if (!src || !dst) {
+        c->bad = -1;
+        free(src), free(dst);
+        return NULL;
+    }
+    uint32_t x = 2463534242u + (uint32_t)c->seed;
+    for (int f = 0; f < c->frames; f++) {
+        for (size_t i = 0; i < c->sstride * c->rows; i++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            src[i] = (unsigned char)x;
+        }
+        memset(dst, 0xCD, c->dstride * c->rows);
+        fv__copy_rows(dst, c->dstride, src, c->sstride, c->row, c->rows);
+        int ok = 1;
+        for (size_t r = 0; r < c->rows && ok; r++) {
+            ok = memcmp(dst + r * c->dstride, src + r * c->sstride, c->row) == 0;
+            for (size_t i = c->row; i < c->dstride && ok; i++)
+                ok = dst[r * c->dstride + i] == 0xCD;
+        }
+        c->bad += !ok;
+    }
+    free(src), free(dst);
+    return NULL;
+}
+
+static void copy_many_at_once(void **state) {
+    (void)state;
+    copy_case cases[] = {
+        {1500 * 3, 1000, 1500 * 3, 1500 * 3, 1, 6, 0},
+        {1281 * 3, 720, 1281 * 3 + 13, 4000, 2, 6, 0},
+        {200000, 8, 200000, 200064, 3, 6, 0},
+        {1920 * 3, 1080, 1920 * 3, 1920 * 3, 4, 6, 0},
+        {300, 200, 320, 300, 5, 20, 0},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    pthread_t t[N];
+    for (int i = 0; i < N; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, copy_thread, &cases[i]), 0);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+    for (int i = 0; i < N; i++)
+        if (cases[i].bad)
+            fail_msg("case %d (%zu x %zu bytes): %d of %d frames differ%s", i, cases[i].row,
+                     cases[i].rows, cases[i].bad, cases[i].frames,
+                     cases[i].bad < 0 ? " (no memory)" : "");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(dispatcher_errors),
@@ -760,6 +824,7 @@ int main(void) {
         cmocka_unit_test(convert),
         cmocka_unit_test(test_items),
         cmocka_unit_test(capture_into),
+        cmocka_unit_test(copy_many_at_once),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
