@@ -32,7 +32,8 @@ typedef struct bc_opts {
     size_t ws_limit;     /* bytes */
     double tol;
     const char *sms; /* conv --sms 8,16: also on green-context slices of that many SMs; NULL none */
-    int candidates;  /* conv --candidates: autotune's time for each candidate, on stderr */
+    int sms_heuristic; /* conv --sms-tune heuristic: the slices' ops choose by heuristics */
+    int candidates;    /* conv --candidates: autotune's time for each candidate, on stderr */
 } bc_opts;
 
 enum { BC_MAX_REPEATS = 50 }; /* most --profile-repeats */
@@ -274,6 +275,7 @@ typedef struct bc_slices {
     char why[BENCH_MAX_SLICES][200];                   /* why not, when got is 0 */
     double mhz;                                        /* the SM clock */
     int full_sms;
+    int heuristic;     /* the slices' ops chose by heuristics (--sms-tune), not autotuned */
     char skipped[200]; /* why no slice ran; "" when some did */
     int nshapes;
     bc_slice_shape shape[BC_MAX_SHAPES];
@@ -281,7 +283,8 @@ typedef struct bc_slices {
 
 /* Runs the shapes of S (S->shape[0..nshapes), the caller's fields set) on
  * the slices of list, in a context of its own made from o and pool:
- * each shape's op created on each slice, autotuned there, checked, timed.
+ * each shape's op created on each slice, autotuned there (or by heuristics:
+ * o->sms_heuristic), checked, timed.
  * Prints progress and the table (with the Orin estimates). A slice that
  * cannot be made is skipped with the reason (S->skipped when none can);
  * never fails the benchmark. */

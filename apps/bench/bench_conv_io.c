@@ -50,6 +50,9 @@ int bc_parse_opts(int argc, char **argv, bc_opts *o, int tables) {
             o->profile = v, i++;
         else if (!tables && !strcmp(a, "--sms") && v)
             o->sms = v, i++;
+        else if (!tables && !strcmp(a, "--sms-tune") && v &&
+                 (!strcmp(v, "heuristic") || !strcmp(v, "autotune")))
+            o->sms_heuristic = !strcmp(v, "heuristic"), i++;
         else if (!tables && !strcmp(a, "--candidates"))
             o->candidates = 1;
         else if (!tables && !strcmp(a, "--profile-only"))
@@ -61,6 +64,10 @@ int bc_parse_opts(int argc, char **argv, bc_opts *o, int tables) {
             return 1;
         }
         if (bad) return 1;
+    }
+    if (o->sms_heuristic && !o->sms) {
+        fprintf(stderr, "fovea-bench: --sms-tune needs --sms\n");
+        return 1;
     }
     if (o->profile_only && !o->profile) {
         fprintf(stderr, "fovea-bench: --profile-only needs --profile PATH\n");

@@ -29,7 +29,8 @@
 
 /* Slice i of S for one shape: made, the op made and timed on it, torn
  * down. Returns nonzero only when the device is in error (stop). */
-static int run_one(const bc_env *e, bc_case *c, bc_slices *S, int i, bc_slice_shape *x) {
+static int run_one(const bc_opts *o, const bc_env *e, bc_case *c, bc_slices *S, int i,
+                   bc_slice_shape *x) {
     char *why = x->why[i];
     const size_t wn = sizeof x->why[i];
     bench_slice sl;
@@ -42,7 +43,8 @@ static int run_one(const bc_env *e, bc_case *c, bc_slices *S, int i, bc_slice_sh
         bc_env se = *e; /* bc_time records its events (and the L2 scrub) on se.stream */
         se.stream = (cudaStream_t)sl.stream;
         bc_result r;
-        rc = bc_run_fovea(&se, c, FV_CONV2D_AUTOTUNE | FV_CONV2D_NO_PROFILE, 0, &r);
+        uint32_t how = o->sms_heuristic ? 0 : FV_CONV2D_AUTOTUNE;
+        rc = bc_run_fovea(&se, c, how | FV_CONV2D_NO_PROFILE, 0, &r);
         if (r.ok) {
             x->ms[i] = r.t.median_ms;
             snprintf(x->engine[i], sizeof x->engine[i], "%s", r.info.engine);
@@ -64,9 +66,9 @@ static void print_table(const bc_slices *S) {
     for (int i = 0; i < S->n; i++)
         nan[i] = NAN;
     bench_slice_orin_estimate(S->mhz, 0, none, nan, S->n, o); /* the boards' figures */
-    printf("\nGPU slices (CUDA green contexts), fovea autotuned on each slice, ms (x: over the "
-           "full GPU, %d SMs, %.0f MHz), and the Orin estimates, ms:\n",
-           S->full_sms, S->mhz);
+    printf("\nGPU slices (CUDA green contexts), fovea %s on each slice, ms (x: over the "
+           "full GPU's autotuned, %d SMs, %.0f MHz), and the Orin estimates, ms:\n",
+           S->heuristic ? "by heuristics" : "autotuned", S->full_sms, S->mhz);
     printf("Orin estimate: t = max(t_slice(Orin's SMs) x %.0f MHz / f_orin, shape MB / bw_orin); ",
            S->mhz);
     for (int k = 0; k < BENCH_ORINS; k++)
@@ -126,6 +128,7 @@ static int run_all(const bc_opts *o, const char *list, size_t pool, bc_slices *S
         return 1;
     }
     S->mhz = bench_slice_mhz(e.info.device_index);
+    S->heuristic = o->sms_heuristic;
     S->full_sms = e.info.multiprocessors;
     /* each slice once, to know what the driver gives (or why not) */
     int open = 0;
@@ -143,9 +146,10 @@ static int run_all(const bc_opts *o, const char *list, size_t pool, bc_slices *S
         bc_env_close(&e);
         return 1;
     }
-    printf("\nGPU slices (--sms %s): each shape's op made on each slice, autotuned there, checked, "
-           "timed (median of %d after %d warm-up)\n",
-           list, o->iters, o->warmup);
+    printf("\nGPU slices (--sms %s): each shape's op made on each slice, %s, checked, timed "
+           "(median of %d after %d warm-up)\n",
+           list, o->sms_heuristic ? "its engine by heuristics" : "autotuned there", o->iters,
+           o->warmup);
     int stop = 0;
     for (int j = 0; j < S->nshapes; j++) {
         bc_slice_shape *x = &S->shape[j];
@@ -166,7 +170,7 @@ static int run_all(const bc_opts *o, const char *list, size_t pool, bc_slices *S
         }
         for (int i = 0; i < S->n && !stop; i++) {
             if (!S->got[i]) continue;
-            stop = run_one(&e, &c, S, i, x);
+            stop = run_one(o, &e, &c, S, i, x);
             if (isfinite(x->ms[i]))
                 printf(" %d SMs %.4f ms (%s);", S->got[i], x->ms[i], x->engine[i]);
             else
@@ -203,9 +207,9 @@ void bc_json_slices(FILE *f, const bc_slices *S) {
         return;
     }
     fprintf(f,
-            "null, \"variant\": \"autotuned, made on each slice\", \"full_sms\": %d, \"mhz\": "
+            "null, \"variant\": \"%s, made on each slice\", \"full_sms\": %d, \"mhz\": "
             "%.0f, \"sms\": [",
-            S->full_sms, S->mhz);
+            S->heuristic ? "heuristic engine" : "autotuned", S->full_sms, S->mhz);
     for (int i = 0; i < S->n; i++) {
         fprintf(f, "%s{\"asked\": %d, \"given\": %d, \"why\": ", i ? ", " : "", S->want[i],
                 S->got[i]);

@@ -330,6 +330,8 @@ static const bench_cmd cmds[] = {
      "      each op from it N times (5), timing its first and 100th forward; medians)\n"
      "      [--sms 8,16] (then the autotuned op made on CUDA green contexts of that many SMs,\n"
      "      beside the full GPU, with Orin estimates; JSON: slices)\n"
+     "      [--sms-tune autotune|heuristic] (how the slices' ops choose their engine: autotuned\n"
+     "      on the slice (the default; minutes a shape) or by heuristics, as without a profile)\n"
      "      [--candidates] (autotune's median time for each candidate engine, on stderr)"},
     {"conv-tables", bench_cmd_conv_tables,
      "GPU: FP32 NCHW vs NHWC, every legacy algorithm (128x128x128->128 3x3, 11x11),\n"
