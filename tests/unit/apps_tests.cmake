@@ -119,4 +119,11 @@ if(TARGET fovea-bench)
   set_tests_properties(app_bench_conv_shape_malformed app_bench_conv_shape_pad PROPERTIES
                        LABELS "unit;app" TIMEOUT 60
                        PASS_REGULAR_EXPRESSION "want HxWxC-K-RxS-sSTRIDE-pPAD")
+  # --sms-tune: only with --sms, and only autotune or heuristic
+  add_test(NAME app_bench_conv_sms_tune_alone COMMAND fovea-bench conv --sms-tune heuristic)
+  add_test(NAME app_bench_conv_sms_tune_bad COMMAND fovea-bench conv --sms 8 --sms-tune fast)
+  set_tests_properties(app_bench_conv_sms_tune_alone PROPERTIES LABELS "unit;app" TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "--sms-tune needs --sms")
+  set_tests_properties(app_bench_conv_sms_tune_bad PROPERTIES LABELS "unit;app" TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "unknown or incomplete option '--sms-tune'")
 endif()
