@@ -1,7 +1,6 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include "conv_direct.cuh"
 #include "act8.cuh"
 #include "cp_async.cuh"
@@ -1122,11 +1121,6 @@ extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t
     return 1;
 }
 
-static int full_grid(void) {
-    const char *v = getenv("FV_CONV_FULL_GRID");
-    return v && v[0] == '1';
-}
-
 extern "C" fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g) {
     kernel_fn f = pick(g);
     FV_REQUIRE(f, FV_ERR_INTERNAL, "direct conv: no kernel for cm=%d kp=%d", g->cm, g->kp);
@@ -1149,15 +1143,6 @@ extern "C" fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g) {
     long tiles = (long)((g->q + 31) / 32) * ((g->p + g->th - 1) / g->th) * g->n;
     long grid = g->persistent ? (long)per_sm * sms : tiles;
     FV_REQUIRE(tiles <= 0x7fffffffL, FV_ERR_NOT_SUPPORTED, "direct conv: %ld tiles", tiles);
-    /* Persistent blocks walk tiles grid apart: with 4080 tiles over 660
-     * resident blocks, 120 blocks would take a seventh tile while the rest
-     * idle. As many rounds over fewer blocks instead (583 of 7 tiles or 6),
-     * each round sharing the memory among fewer blocks. FV_CONV_FULL_GRID=1
-     * launches every resident block, to compare. */
-    if (g->persistent && tiles > grid && !full_grid()) {
-        long rounds = (tiles + grid - 1) / grid;
-        grid = (tiles + rounds - 1) / rounds;
-    }
     g->grid = (int)(tiles < grid ? tiles : grid);
     return FV_OK;
 }
