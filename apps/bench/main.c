@@ -335,7 +335,8 @@ static const bench_cmd cmds[] = {
      "      [--candidates] (autotune's median time for each candidate engine, on stderr)"},
     {"conv-tables", bench_cmd_conv_tables,
      "GPU: FP32 NCHW vs NHWC, every legacy algorithm (128x128x128->128 3x3, 11x11),\n"
-     "      channel padding 3 vs 8, channel folding 2048x2048x8 vs 1024x1024x32\n"
+     "      channel padding 3 vs 8, channel folding 2048x2048x8 vs 1024x1024x32; every\n"
+     "      time over its floor (DRAM, and FP32, TF32 or FP16 tensor-core peaks measured first)\n"
      "      [--iters 50] [--warmup 10] [--shapes 0,1,2,8,12,13 (table 1)] [--batch N]\n"
      "      [--json FILE] [--cache flush|rotate] [--workspace-mb 1024]"},
     {"edge", bench_cmd_edge,
