@@ -563,6 +563,26 @@ template <int PC, int RT> struct packed_ops {
     }
 };
 
+/* Filter row r's weight tiles (bp: tile 0 at this step) times the A
+ * fragments of ROWS output rows (fa[q]: row q's two m16 tiles): each pair
+ * of B fragments is loaded once and feeds every row's MMAs. */
+template <int W, class O, int NF, int ROWS>
+__device__ __forceinline__ void row_mmas(float (&acc)[ROWS][2][NF][4],
+                                         const unsigned (*const (&fa)[ROWS])[W], const __half *bp) {
+#pragma unroll
+    for (int j = 0; j < NF; j += 2) {
+        unsigned b[W];
+        load_b(b, bp + (size_t)j * O::KR * 8, j + 1 < NF, O::KR);
+#pragma unroll
+        for (int h = 0; h < 2 && j + h < NF; h++)
+#pragma unroll
+            for (int m = 0; m < 2; m++)
+#pragma unroll
+                for (int q = 0; q < ROWS; q++)
+                    mma_step(acc[q][m][j + h], fa[q][m], b + h * (W / 2));
+    }
+}
+
 /* One step of compute_tile_two at kc: W = 4, 16 halves (m16n8k16); W = 2,
  * the last 8 (m16n8k8). Each input row's A fragments are loaded once:
  * input row r + SH serves filter row r + SH of the first output row and r
@@ -585,19 +605,8 @@ __device__ __forceinline__ void two_step(float (&acc)[2][2][NF][4], const __half
         const __half *ap = arow + (size_t)(r + O::SH) * O::ROW_STRIDE + ko;
         load_a(fa[(r + O::SH) % RING][0], ap);
         load_a(fa[(r + O::SH) % RING][1], ap + 16 * O::PX);
-        const __half *bp = brow + ((size_t)r * NF * O::KR + kc) * 8;
-#pragma unroll
-        for (int j = 0; j < NF; j += 2) {
-            unsigned b[W];
-            load_b(b, bp + (size_t)j * O::KR * 8, j + 1 < NF, O::KR);
-#pragma unroll
-            for (int h = 0; h < 2 && j + h < NF; h++)
-#pragma unroll
-                for (int m = 0; m < 2; m++) {
-                    mma_step(acc[0][m][j + h], fa[r % RING][m], b + h * (W / 2));
-                    mma_step(acc[1][m][j + h], fa[(r + O::SH) % RING][m], b + h * (W / 2));
-                }
-        }
+        const unsigned(*const rows[2])[W] = {fa[r % RING], fa[(r + O::SH) % RING]};
+        row_mmas<W, O, NF, 2>(acc, rows, brow + ((size_t)r * NF * O::KR + kc) * 8);
     }
 }
 
@@ -644,7 +653,7 @@ __device__ __forceinline__ void compute_tile_two(const direct_args &a, const __h
  * row, the warp's 32 output columns as two m16 A tiles (input row r of
  * the warp's output row) times NF weight tiles. */
 template <int W, class O, int NF>
-__device__ __forceinline__ void one_step(float (&acc)[2][NF][4], const __half *arow,
+__device__ __forceinline__ void one_step(float (&acc)[1][2][NF][4], const __half *arow,
                                          const __half *brow, int row_step, int kc) {
     const int ko = O::at(kc);
 #pragma unroll
@@ -653,17 +662,8 @@ __device__ __forceinline__ void one_step(float (&acc)[2][NF][4], const __half *a
         unsigned fa[2][W];
         load_a(fa[0], ap);
         load_a(fa[1], ap + 16 * O::PX);
-        const __half *bp = brow + ((size_t)r * NF * O::KR + kc) * 8;
-#pragma unroll
-        for (int j = 0; j < NF; j += 2) {
-            unsigned b[W];
-            load_b(b, bp + (size_t)j * O::KR * 8, j + 1 < NF, O::KR);
-#pragma unroll
-            for (int h = 0; h < 2 && j + h < NF; h++)
-#pragma unroll
-                for (int m = 0; m < 2; m++)
-                    mma_step(acc[m][j + h], fa[m], b + h * (W / 2));
-        }
+        const unsigned(*const rows[1])[W] = {fa};
+        row_mmas<W, O, NF, 1>(acc, rows, brow + ((size_t)r * NF * O::KR + kc) * 8);
     }
 }
 
@@ -685,10 +685,10 @@ __device__ __forceinline__ void compute_tile_one(const direct_args &a, const __h
     const __half *brow = sw + ((size_t)(lane >> 4) * O::KR + (lane & 15)) * 8;
 #pragma unroll
     for (int kc = 0; kc < O::KF; kc += 16)
-        one_step<4, O, NF>(accs[0], arow, brow, O::ROW_STRIDE, kc);
+        one_step<4, O, NF>(accs, arow, brow, O::ROW_STRIDE, kc);
     if (O::KF < O::KR) { /* the last 8 positions: m16n8k8 (see compute_tile_two) */
         const __half *brow8 = sw + ((size_t)((lane >> 3) & 1) * O::KR + (lane & 7)) * 8;
-        one_step<2, O, NF>(accs[0], arow, brow8, O::ROW_STRIDE, O::KF);
+        one_step<2, O, NF>(accs, arow, brow8, O::ROW_STRIDE, O::KF);
     }
     epilogue_regs<NF, 1>(a, accs, sbias, n, oy0 + warp, ox0);
 }
