@@ -178,6 +178,10 @@ fv_status fv__conv2d_create_into(fv_context *ctx, const fv_conv2d_desc *desc, in
  * channel slice (its graphs and kernels differ). */
 void fv__conv2d_op_key(const fv_conv2d *op, char *out, size_t n);
 
+/* Bytes of one pixel of format f in its first plane (NV12: the Y plane's
+ * 1), 0 for an unknown format (core/ops.c). */
+size_t fv__pixel_bytes(fv_pixel_format f);
+
 /* Checks an image for op (its format, size, data, strides; YUYV/UYVY width
  * even, NV12 both even) and copies it into *n with the defaults filled:
  * stride, and NV12's uv and uv_stride (core/ops.c). */

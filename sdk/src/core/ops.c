@@ -345,7 +345,7 @@ const char *fv_pixel_format_name(fv_pixel_format f) {
     return "unknown";
 }
 
-static size_t bytes_per_pixel(fv_pixel_format f) {
+size_t fv__pixel_bytes(fv_pixel_format f) {
     switch (f) {
     case FV_PIXEL_GRAY8:
         return 1;
@@ -364,15 +364,15 @@ static size_t bytes_per_pixel(fv_pixel_format f) {
 }
 
 size_t fv_image_bytes(fv_pixel_format f, int width, int height) {
-    if (width < 1 || height < 1 || bytes_per_pixel(f) == 0) return 0;
-    size_t y = (size_t)width * height * bytes_per_pixel(f);
+    if (width < 1 || height < 1 || fv__pixel_bytes(f) == 0) return 0;
+    size_t y = (size_t)width * height * fv__pixel_bytes(f);
     return f == FV_PIXEL_NV12 ? y + (size_t)width * ((height + 1) / 2) : y;
 }
 
 fv_status fv__image_normalize(const char *op, const fv_image *img, fv_image *n) {
     FV_REQUIRE(img, FV_ERR_BAD_PARAM, "%s: image is NULL", op);
     *n = *img;
-    FV_REQUIRE(bytes_per_pixel(img->format) != 0, FV_ERR_BAD_PARAM,
+    FV_REQUIRE(fv__pixel_bytes(img->format) != 0, FV_ERR_BAD_PARAM,
                "%s: pixel format %d is unknown", op, (int)img->format);
     FV_REQUIRE(img->width >= 1 && img->height >= 1, FV_ERR_BAD_PARAM,
                "%s: image size %dx%d, both must be >= 1", op, img->width, img->height);
@@ -384,7 +384,7 @@ fv_status fv__image_normalize(const char *op, const fv_image *img, fv_image *n) 
         FV_REQUIRE(img->width % 2 == 0 && img->height % 2 == 0, FV_ERR_BAD_PARAM,
                    "%s: NV12 size %dx%d must be even in both dimensions", op, img->width,
                    img->height);
-    size_t row = (size_t)img->width * bytes_per_pixel(img->format);
+    size_t row = (size_t)img->width * fv__pixel_bytes(img->format);
     if (n->stride == 0) n->stride = row;
     FV_REQUIRE(n->stride >= row, FV_ERR_BAD_PARAM,
                "%s: stride %zu is smaller than a %s row of %d pixels (%zu bytes)", op, n->stride,

@@ -340,28 +340,10 @@ template <int KS> static fv_status launch_ks(cudaStream_t s, const direct_params
     return p == 1 ? launch<KS, 1, 1>(s, prm) : launch<KS, 3, 1>(s, prm);
 }
 
-static size_t bytes_per_pixel(fv_pixel_format f) {
-    switch (f) {
-    case FV_PIXEL_GRAY8:
-    case FV_PIXEL_NV12:
-        return 1;
-    case FV_PIXEL_YUYV:
-    case FV_PIXEL_UYVY:
-        return 2;
-    case FV_PIXEL_RGB24:
-    case FV_PIXEL_BGR24:
-        return 3;
-    case FV_PIXEL_RGBA32:
-        return 4;
-    default:
-        return 0;
-    }
-}
-
 extern "C" fv_status fv__cuda_filter_direct_launch(cudaStream_t s, const fv__cuda_direct_args *a) {
     FV_REQUIRE(a && a->in && a->out && a->width >= 1 && a->height >= 1 &&
-                   bytes_per_pixel(a->in_format) != 0 &&
-                   a->in_stride >= (size_t)a->width * bytes_per_pixel(a->in_format) &&
+                   fv__pixel_bytes(a->in_format) != 0 &&
+                   a->in_stride >= (size_t)a->width * fv__pixel_bytes(a->in_format) &&
                    (a->in_format != FV_PIXEL_NV12 ||
                     (a->uv && a->uv_stride >= (size_t)a->width && a->height % 2 == 0)) &&
                    ((a->in_format != FV_PIXEL_YUYV && a->in_format != FV_PIXEL_UYVY &&
@@ -370,7 +352,7 @@ extern "C" fv_status fv__cuda_filter_direct_launch(cudaStream_t s, const fv__cud
                FV_ERR_INTERNAL, "filter_direct kernel: bad input arguments");
     FV_REQUIRE((a->out_format == FV_PIXEL_GRAY8 || a->out_format == FV_PIXEL_RGB24 ||
                 a->out_format == FV_PIXEL_BGR24 || a->out_format == FV_PIXEL_RGBA32) &&
-                   a->out_stride >= (size_t)a->width * bytes_per_pixel(a->out_format),
+                   a->out_stride >= (size_t)a->width * fv__pixel_bytes(a->out_format),
                FV_ERR_INTERNAL, "filter_direct kernel: bad output arguments");
     FV_REQUIRE((a->in_c == 1 || a->in_c == 3) && (a->m == 1 || a->m == a->in_c) &&
                    (a->out_c == 1 || a->out_c == 3) && (a->m == 1 || a->out_c == a->m) &&

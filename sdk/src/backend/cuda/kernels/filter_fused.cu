@@ -161,28 +161,10 @@ static size_t smem_bytes(const fv__cuda_filter_args *a) {
            (size_t)a->kpad * sizeof(int) + tile;
 }
 
-static size_t bytes_per_pixel(fv_pixel_format f) {
-    switch (f) {
-    case FV_PIXEL_GRAY8:
-    case FV_PIXEL_NV12:
-        return 1;
-    case FV_PIXEL_YUYV:
-    case FV_PIXEL_UYVY:
-        return 2;
-    case FV_PIXEL_RGB24:
-    case FV_PIXEL_BGR24:
-        return 3;
-    case FV_PIXEL_RGBA32:
-        return 4;
-    default:
-        return 0;
-    }
-}
-
 extern "C" fv_status fv__cuda_filter_fused_launch(cudaStream_t s, const fv__cuda_filter_args *a) {
     FV_REQUIRE(a && a->in && a->out && a->w && (uintptr_t)a->w % 16 == 0 && a->width >= 1 &&
-                   a->height >= 1 && bytes_per_pixel(a->in_format) != 0 &&
-                   a->in_stride >= (size_t)a->width * bytes_per_pixel(a->in_format) &&
+                   a->height >= 1 && fv__pixel_bytes(a->in_format) != 0 &&
+                   a->in_stride >= (size_t)a->width * fv__pixel_bytes(a->in_format) &&
                    (a->in_format != FV_PIXEL_NV12 ||
                     (a->uv && a->uv_stride >= (size_t)a->width && a->height % 2 == 0)) &&
                    ((a->in_format != FV_PIXEL_YUYV && a->in_format != FV_PIXEL_UYVY &&
@@ -191,7 +173,7 @@ extern "C" fv_status fv__cuda_filter_fused_launch(cudaStream_t s, const fv__cuda
                FV_ERR_INTERNAL, "filter_fused kernel: bad input arguments");
     FV_REQUIRE((a->out_format == FV_PIXEL_GRAY8 || a->out_format == FV_PIXEL_RGB24 ||
                 a->out_format == FV_PIXEL_BGR24 || a->out_format == FV_PIXEL_RGBA32) &&
-                   a->out_stride >= (size_t)a->width * bytes_per_pixel(a->out_format),
+                   a->out_stride >= (size_t)a->width * fv__pixel_bytes(a->out_format),
                FV_ERR_INTERNAL, "filter_fused kernel: bad output arguments");
     FV_REQUIRE((a->in_c == 1 || a->in_c == 3) && (a->m == 1 || a->m == a->in_c) &&
                    (a->out_c == 1 || a->out_c == 3) && (a->m == 1 || a->out_c == a->m) &&
