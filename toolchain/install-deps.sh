@@ -26,6 +26,9 @@ pkgs=(build-essential cmake pkg-config libcmocka-dev libpng-dev zlib1g-dev
 # and their round-trip test; gstreamer1.0-x: textoverlay (the sinks' captions,
 # fovea-infer's labels).
 pkgs+=(libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-x)
+# Pango and Cairo: the captions fovea draws itself on image files (and on
+# GStreamer sinks without textoverlay), fovea-infer's labels there.
+pkgs+=(libpango1.0-dev fonts-dejavu-core)
 # Networks: the ONNX importer (protobuf-c on ONNX's onnx.proto), ONNX's node
 # conformance tests, and the models tests export and check with PyTorch
 # (CPU) and onnx; Fashion-MNIST for the trained model.

@@ -427,8 +427,9 @@ static void print_setup(const app *a) {
     for (int i = 0; m->task == TASK_CLASSIFY && i < a->n; i++)
         if (a->cams[i].sink && !a->cams[i].sink_info.text_overlay)
             fprintf(stderr,
-                    "  [%d] labels in the status line only: %s draws no captions (a "
-                    "GStreamer output with textoverlay does)\n",
+                    "  [%d] labels in the status line only: %s draws no captions "
+                    "(GStreamer outputs with textoverlay do, and image outputs where fovea "
+                    "was built with Pango)\n",
                     i, a->cams[i].sink_info.name);
 }
 

@@ -184,7 +184,11 @@ void report_summary(const options *o, const model *m, camera *cams, int n, stats
                 printf(",\"message\":");
                 json_string(stdout, c->end_msg);
             }
-            if (m->task == TASK_CLASSIFY) json_top(o, m, &s->cam[i]);
+            if (m->task == TASK_CLASSIFY) {
+                /* whether the output shows the labels (sink captions) */
+                printf(",\"labels_drawn\":%s", c->sink_info.text_overlay ? "true" : "false");
+                json_top(o, m, &s->cam[i]);
+            }
             printf("}");
         }
         printf("],\"end\":");

@@ -57,6 +57,9 @@ struct fv_sink {
     fv_sink_desc desc; /* normalized: rate, bitrate filled; uri points at uri_copy */
     char *uri_copy;
     fv_sink_info info;
+    /* captions fovea draws itself (caption.c) where the backend draws none:
+     * opened with text_overlay, not null://; NULL otherwise */
+    struct fv__caption *caption;
 };
 
 /* Source backends. `arg` is the URI's remainder after "scheme://" (for

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "caption.h"
 #include "io_internal.h"
 
 static size_t scheme_len(const char *uri) {
@@ -80,6 +81,18 @@ fv_status fv_sink_open(const fv_sink_desc *desc, fv_sink **out) {
         free(sink);
         return s;
     }
+    /* asked for captions that the backend cannot draw (image files, a
+     * GStreamer sink without textoverlay): fovea draws them where it was
+     * built with Pango and Cairo; null:// shows nothing, so none there */
+    if (d->text_overlay && !sink->info.text_overlay && strcmp(sink->info.kind, "null") != 0 &&
+        fv__caption_available()) {
+        /* a caption that cannot be made (no fonts, no memory for its frame
+         * copy) leaves a working sink without captions, as info says */
+        if (fv__caption_create(d->width, d->height, d->format, &sink->caption) == FV_OK)
+            sink->info.text_overlay = 1;
+        else
+            fv__sink_log(sink, FV_LOG_WARN, "%s", fv_last_error());
+    }
     *out = sink;
     return FV_OK;
 }
@@ -96,9 +109,10 @@ fv_status fv_sink_write(fv_sink *sink, const fv_image *frame, int64_t timestamp_
                          fv_pixel_format_name(d->format));
     if (!frame->data)
         return fv__error(FV_ERR_BAD_PARAM, "%s: '%s': frame data is NULL", op, d->uri);
-    fv_image f = *frame;
+    fv_image f = *frame, drawn;
     if (f.stride == 0) f.stride = fv_image_bytes(f.format, f.width, 1);
-    fv_status s = sink->ops->write(sink, &f, timestamp_ns);
+    const fv_image *w = sink->caption ? fv__caption_apply(sink->caption, &f, &drawn) : &f;
+    fv_status s = sink->ops->write(sink, w, timestamp_ns);
     if (s == FV_OK) sink->info.frames++;
     return s;
 }
@@ -107,13 +121,15 @@ fv_status fv_sink_set_text(fv_sink *sink, const char *text) {
     const char *op = "sink_set_text";
     if (!sink || !text)
         return fv__error(FV_ERR_BAD_PARAM, "%s: %s is NULL", op, sink ? "text" : "sink");
+    if (sink->caption) return fv__caption_set(sink->caption, text);
     if (!sink->info.text_overlay || !sink->ops->set_text)
-        return fv__error(FV_ERR_NOT_SUPPORTED,
-                         "%s: '%s' draws no captions (%s): GStreamer sinks opened with "
-                         "text_overlay draw them where the textoverlay element is installed",
-                         op, sink->desc.uri,
+        return fv__error(FV_ERR_NOT_SUPPORTED, "%s: '%s' draws no captions (%s)", op,
+                         sink->desc.uri,
                          !sink->desc.text_overlay ? "opened without text_overlay"
-                                                  : "no textoverlay here, or not a GStreamer sink");
+                         : strcmp(sink->info.kind, "null") == 0
+                             ? "null:// shows nothing"
+                             : "no GStreamer textoverlay, and fovea built without Pango and Cairo "
+                               "or no fonts found");
     return sink->ops->set_text(sink, text);
 }
 
@@ -127,6 +143,7 @@ fv_status fv_sink_info_get(const fv_sink *sink, fv_sink_info *out) {
 fv_status fv_sink_close(fv_sink *sink) {
     if (!sink) return FV_OK;
     fv_status s = sink->ops && sink->ops->close ? sink->ops->close(sink) : FV_OK;
+    fv__caption_destroy(sink->caption);
     free(sink->uri_copy);
     free(sink);
     return s;

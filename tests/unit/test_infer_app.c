@@ -3,7 +3,10 @@
  *             inputs (YUYV, so the output frames go through pack/unpack),
  *             5 batches, --json: the summary says 5 batches, 5 frames per
  *             camera, labels, nothing carved from the pools while running;
- *             camera 0's output is 5 PNGs of the frame size;
+ *             camera 0's output (over a solid grey photo) is 5 PNGs of the
+ *             frame size, each with its labels drawn at the top left (a
+ *             shaded box with white text, the rest of the frame grey) where
+ *             fovea has Pango, and untouched frames where not;
  *   segment   a model made here (a 1x1 convolution passing R, G, B through:
  *             the class is the strongest colour; symbolic batch) on three
  *             test:// inputs over solid red, green and blue photos: each
@@ -81,6 +84,14 @@ static int count(const char *s, const char *needle) {
     return n;
 }
 
+static void write_solid(const char *path, unsigned char r, unsigned char g, unsigned char b) {
+    unsigned char px[40 * 30 * 3];
+    for (int i = 0; i < 40 * 30; i++)
+        px[3 * i] = r, px[3 * i + 1] = g, px[3 * i + 2] = b;
+    fv_image img = {.format = FV_PIXEL_RGB24, .width = 40, .height = 30, .data = px};
+    FV_ASSERT_OK(fv_image_file_save(path, &img, NULL));
+}
+
 static void infer_classify(void **state) {
     (void)state;
     char log[1024], pattern[1024], path[1100];
@@ -90,10 +101,14 @@ static void infer_classify(void **state) {
         snprintf(path, sizeof path, "%s/cls_%04d.png", work_dir, i);
         unlink(path);
     }
-    char *argv[] = {(char *)app, "--backend",      backend,   "--frames",       "5",
-                    "--input",   "test://?fps=0",  "--input", "test://?fps=0",  "--input-width",
-                    "64",        "--input-height", "48",      "--input-format", "yuyv",
-                    "--json",    pattern,          NULL};
+    char grey[1300];
+    snprintf(path, sizeof path, "%s/grey.png", work_dir);
+    write_solid(path, 120, 120, 120);
+    snprintf(grey, sizeof grey, "test://?fps=0&image=%s", path);
+    char *argv[] = {
+        (char *)app, "--backend",      backend,         "--frames",      "5",     "--input",
+        grey,        "--input",        "test://?fps=0", "--input-width", "64",    "--input-height",
+        "48",        "--input-format", "yuyv",          "--json",        pattern, NULL};
     int rc = run_app(argv, log);
     char *text = slurp(log);
     const char *sum = summary_of(text);
@@ -118,12 +133,42 @@ static void infer_classify(void **state) {
         n_labels++;
     }
     if (n_labels != 6) fail_msg("summary lacks the top-3 labels of both cameras:\n%s", sum);
+        /* camera 0 writes PNGs, camera 1 nothing */
+#ifdef FV_TEST_PANGO
+    const char *drawn = "\"labels_drawn\":true";
+#else
+    const char *drawn = "\"labels_drawn\":false";
+#endif
+    if (!strstr(sum, drawn) || !strstr(sum, "\"labels_drawn\":false"))
+        fail_msg("summary lacks %s for the PNG output:\n%s", drawn, sum);
     for (int i = 0; i < 5; i++) {
         snprintf(path, sizeof path, "%s/cls_%04d.png", work_dir, i);
         fv_host_image img;
         FV_ASSERT_OK(fv_image_file_load(path, FV_PIXEL_RGB24, &img));
         assert_int_equal(img.width, 64);
         assert_int_equal(img.height, 48);
+        /* grey 120 through YUYV (within 2); the box from (3, 3), its corner
+         * shaded to about half; white glyph pixels in it */
+        const unsigned char *p = img.data;
+        int grey_px = 0, shaded = 0, lit = 0;
+        for (int k = 0; k < 64 * 48 * 3; k++) {
+            grey_px += abs(p[k] - 120) <= 2;
+            shaded += p[k] >= 56 && p[k] <= 64;
+            lit += p[k] >= 200;
+        }
+#ifdef FV_TEST_PANGO
+        const int corner = ((3 * 64) + 3) * 3;
+        /* (the box, clipped, covers the frame less its 3-pixel margin at the
+         * top and left, which stays grey: 3 x 64 + 3 x 45 pixels) */
+        if (p[corner] < 56 || p[corner] > 64 || lit < 30 || grey_px < 3 * (3 * 64 + 3 * 45) ||
+            shaded < 1000)
+            fail_msg("frame %d: no label box at the top left (corner %d; %d grey, %d shaded, %d "
+                     "white values)",
+                     i, p[corner], grey_px, shaded, lit);
+#else
+        if (grey_px != 64 * 48 * 3)
+            fail_msg("frame %d: %d values not grey", i, 64 * 48 * 3 - grey_px);
+#endif
         fv_host_image_free(&img);
     }
     snprintf(path, sizeof path, "%s/cls_%04d.png", work_dir, 5);
@@ -153,13 +198,6 @@ static void write_model(const char *path) {
 }
 
 /* A solid colour photo for test://?image=. */
-static void write_solid(const char *path, unsigned char r, unsigned char g, unsigned char b) {
-    unsigned char px[40 * 30 * 3];
-    for (int i = 0; i < 40 * 30; i++)
-        px[3 * i] = r, px[3 * i + 1] = g, px[3 * i + 2] = b;
-    fv_image img = {.format = FV_PIXEL_RGB24, .width = 40, .height = 30, .data = px};
-    FV_ASSERT_OK(fv_image_file_save(path, &img, NULL));
-}
 
 static void infer_segment(void **state) {
     (void)state;

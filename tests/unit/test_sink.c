@@ -158,7 +158,7 @@ static void null_sink(void **state) {
 }
 
 /* Captions (fv_sink_set_text): refused, with the reason, by sinks that
- * draw none (null://, images), whether asked for or not. */
+ * draw none (null://, and any sink opened without text_overlay). */
 static void captions(void **state) {
     (void)state;
     fv_sink *s = NULL;
@@ -171,13 +171,99 @@ static void captions(void **state) {
     fv_sink_info info;
     FV_ASSERT_OK(fv_sink_info_get(s, &info));
     assert_int_equal(info.text_overlay, 0);
-    FV_ASSERT_STATUS(fv_sink_set_text(s, "Sneaker 0.91"), FV_ERR_NOT_SUPPORTED, "no captions");
+    FV_ASSERT_STATUS(fv_sink_set_text(s, "Sneaker 0.91"), FV_ERR_NOT_SUPPORTED, "null:// shows");
     FV_ASSERT_STATUS(fv_sink_set_text(s, NULL), FV_ERR_BAD_PARAM, "text is NULL");
     FV_ASSERT_OK(fv_sink_close(s));
     FV_ASSERT_STATUS(fv_sink_set_text(NULL, "x"), FV_ERR_BAD_PARAM, "sink is NULL");
     s = open_sink(tmp_path("cap_%03d.png"), FV_PIXEL_RGB24);
     FV_ASSERT_STATUS(fv_sink_set_text(s, "x"), FV_ERR_NOT_SUPPORTED, "without text_overlay");
     FV_ASSERT_OK(fv_sink_close(s));
+}
+
+/* Captions on image files, which fovea draws itself (Pango and Cairo) in
+ * every sink format: before any text and after "" the file holds the frame
+ * as given; with a text, a shaded box at the top left (every pixel of its
+ * first row darkened to about half) with white glyph pixels in it, and
+ * every pixel outside the box as given; the caller's frame is left as it
+ * was. Without Pango in the build the sink says it draws no captions. */
+enum { CW = 160, CH = 120 }; /* font: CH / 24 = 10 pixels (the least); box from (3, 3) */
+static void image_captions(void **state) {
+    (void)state;
+    const fv_pixel_format fmts[] = {FV_PIXEL_GRAY8, FV_PIXEL_RGB24, FV_PIXEL_BGR24,
+                                    FV_PIXEL_RGBA32};
+    static unsigned char px[CW * CH * 4], keep[CW * CH * 4];
+    for (int k = 0; k < 4; k++) {
+        const fv_pixel_format f = fmts[k];
+        const int bpp = f == FV_PIXEL_GRAY8 ? 1 : f == FV_PIXEL_RGBA32 ? 4 : 3;
+        const size_t bytes = (size_t)CW * CH * bpp;
+        for (size_t i = 0; i < bytes; i++) /* values 100..227: darkened and lit ones show */
+            px[i] = (unsigned char)(100 + (i * 37 + i / (CW * bpp) * 11) % 128);
+        memcpy(keep, px, bytes);
+        char uri[600];
+        snprintf(uri, sizeof uri, "file://%s", tmp_path("label_%d.png"));
+        fv_sink *s = NULL;
+        FV_ASSERT_OK(fv_sink_open(
+            &(fv_sink_desc){.uri = uri, .width = CW, .height = CH, .format = f, .text_overlay = 1},
+            &s));
+        fv_sink_info info;
+        FV_ASSERT_OK(fv_sink_info_get(s, &info));
+        fv_image img = {f, CW, CH, 0, px, NULL, 0};
+#ifndef FV_TEST_PANGO
+        assert_int_equal(info.text_overlay, 0);
+        FV_ASSERT_STATUS(fv_sink_set_text(s, "Bag 0.97"), FV_ERR_NOT_SUPPORTED, "Pango");
+        FV_ASSERT_OK(fv_sink_close(s));
+        (void)img;
+        continue;
+#else
+        assert_int_equal(info.text_overlay, 1);
+        FV_ASSERT_OK(fv_sink_write(s, &img, 0));                     /* 0: no text yet */
+        FV_ASSERT_OK(fv_sink_set_text(s, "Sneaker 0.91\nBag 0.05")); /* 1: two lines */
+        FV_ASSERT_OK(fv_sink_write(s, &img, 0));
+        assert_memory_equal(px, keep, bytes);
+        FV_ASSERT_OK(fv_sink_set_text(s, "")); /* 2: none again */
+        FV_ASSERT_OK(fv_sink_write(s, &img, 0));
+        FV_ASSERT_OK(fv_sink_close(s));
+        fv_host_image back[3];
+        for (int n = 0; n < 3; n++) {
+            char name[64];
+            snprintf(name, sizeof name, "label_%d.png", n);
+            FV_ASSERT_OK(fv_image_file_load(tmp_path(name), f, &back[n]));
+            unlink(tmp_path(name));
+        }
+        assert_memory_equal(back[0].data, keep, bytes);
+        assert_memory_equal(back[2].data, keep, bytes);
+        const unsigned char *c = back[1].data;
+        /* the box: from (3, 3) as far as the first row is darkened */
+        int bw = 0, bh = 0, lit = 0, changed_outside = 0;
+        for (int x = 3; x < CW; x++) {
+            const size_t i = ((size_t)3 * CW + x) * bpp;
+            int d = 1;
+            for (int ch = 0; ch < (bpp == 4 ? 3 : bpp); ch++)
+                d &= c[i + ch] * 255 >= keep[i + ch] * 126 && c[i + ch] * 255 <= keep[i + ch] * 129;
+            if (!d) break;
+            bw++;
+        }
+        for (int y = 3; y < CH; y++) {
+            const size_t i = ((size_t)y * CW + 3) * bpp;
+            if (!(c[i] * 255 >= keep[i] * 126 && c[i] * 255 <= keep[i] * 129)) break;
+            bh++;
+        }
+        for (int y = 0; y < CH; y++)
+            for (int x = 0; x < CW; x++) {
+                const size_t i = ((size_t)y * CW + x) * bpp;
+                const int in = x >= 3 && x < 3 + bw && y >= 3 && y < 3 + bh;
+                if (!in && memcmp(c + i, keep + i, bpp)) changed_outside++;
+                if (in && c[i] >= 200 && c[i] > keep[i]) lit++;        /* glyph pixels: brighter */
+                if (bpp == 4) assert_int_equal(c[i + 3], keep[i + 3]); /* alpha kept */
+            }
+        /* two lines of 10-pixel text and the box's margins; 12 characters */
+        if (bw < 40 || bh < 20 || bh > 60 || lit < 30 || changed_outside)
+            fail_msg("%s: box %dx%d, %d glyph pixels, %d pixels changed outside the box",
+                     fv_pixel_format_name(f), bw, bh, lit, changed_outside);
+        for (int n = 0; n < 3; n++)
+            fv_host_image_free(&back[n]);
+#endif
+    }
 }
 
 static void open_errors(void **state) {
@@ -263,7 +349,7 @@ int main(void) {
         cmocka_unit_test(numbered_png), cmocka_unit_test(strided_gray_png),
         cmocka_unit_test(single_jpeg),  cmocka_unit_test(null_sink),
         cmocka_unit_test(open_errors),  cmocka_unit_test(write_errors),
-        cmocka_unit_test(captions),
+        cmocka_unit_test(captions),     cmocka_unit_test(image_captions),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -45,8 +45,11 @@ typedef struct fv_sink_desc {
     void *log_user;         /* passed to log */
     /* 1: draw a caption over the frames (fv_sink_set_text) where the sink
      * can: GStreamer sinks (display, video, RTP) with the textoverlay
-     * element (gst-plugins-base's pango plugin). fv_sink_info.text_overlay
-     * says whether it does. 0: no caption. */
+     * element (gst-plugins-base's pango plugin); image files, and GStreamer
+     * sinks without textoverlay, where fovea was built with Pango and Cairo
+     * (FV_WITH_PANGO) and fontconfig finds a font (fovea draws the caption
+     * on its own copy of each frame). Never null://.
+     * fv_sink_info.text_overlay says whether it does. 0: no caption. */
     int text_overlay;
     uint32_t reserved[7]; /* must be zero */
 } fv_sink_desc;
@@ -74,11 +77,14 @@ fv_status fv_sink_open(const fv_sink_desc *desc, fv_sink **out);
  * closed). */
 fv_status fv_sink_write(fv_sink *sink, const fv_image *frame, int64_t timestamp_ns);
 
-/* The caption drawn over the frames written from now on (top left, shaded
- * background; lines split at '\n'), until the next call; "" clears it.
- * text is copied. Returns FV_ERR_BAD_PARAM (NULL), FV_ERR_NOT_SUPPORTED
- * (the sink draws no captions: opened without desc.text_overlay, an image,
- * null or a GStreamer sink without textoverlay; info.text_overlay is 0). */
+/* The caption drawn over the frames written from now on (top left, white
+ * text on a shaded background; lines split at '\n'; UTF-8, invalid bytes
+ * shown as U+FFFD where fovea draws), until the next call; "" clears it.
+ * text is copied; the frames given to fv_sink_write are not changed.
+ * Returns FV_ERR_BAD_PARAM (NULL), FV_ERR_NOT_SUPPORTED (the sink draws no
+ * captions: opened without desc.text_overlay, null://, or neither
+ * textoverlay nor fovea's Pango captions available; info.text_overlay is
+ * 0), FV_ERR_OUT_OF_MEMORY (Cairo could not draw it; no caption then). */
 fv_status fv_sink_set_text(fv_sink *sink, const char *text);
 
 /* Fills *out. FV_ERR_BAD_PARAM for NULL. */
