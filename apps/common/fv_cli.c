@@ -72,6 +72,18 @@ int fv_cli_backend(const char *v, fv_backend *out) {
     return 0;
 }
 
+int fv_cli_memory(const char *v, fv_memory_policy *out) {
+    if (strcmp(v, "auto") == 0)
+        *out = FV_MEMORY_POLICY_AUTO;
+    else if (strcmp(v, "zero-copy") == 0)
+        *out = FV_MEMORY_POLICY_ZERO_COPY;
+    else if (strcmp(v, "device") == 0)
+        *out = FV_MEMORY_POLICY_DEVICE;
+    else
+        return -1;
+    return 0;
+}
+
 int fv_cli_device(const char *prog, const char *v, int *out) {
     long d;
     /* digits only: strtol would also take " 3", "+3" and "-0" */

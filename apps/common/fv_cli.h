@@ -42,6 +42,10 @@ int fv_cli_parse_num(const char *prog, const char *name, const char *v, double l
 /* "auto", "cpu" or "cuda" (exact, lower case). Prints nothing. */
 int fv_cli_backend(const char *v, fv_backend *out);
 
+/* "auto", "zero-copy" or "device" (the --memory option: where frames
+ * live, fv_memory_policy; exact, lower case). Prints nothing. */
+int fv_cli_memory(const char *v, fv_memory_policy *out);
+
 /* Highest CUDA device index the --device option takes. */
 #define FV_CLI_MAX_DEVICE 255
 

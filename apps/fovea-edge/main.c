@@ -243,13 +243,7 @@ static int parse(int argc, char **argv, options *o) {
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--profile", &bad))) {
             o->profile = v;
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--memory", &bad))) {
-            if (!strcmp(v, "auto"))
-                o->memory = FV_MEMORY_POLICY_AUTO;
-            else if (!strcmp(v, "zero-copy"))
-                o->memory = FV_MEMORY_POLICY_ZERO_COPY;
-            else if (!strcmp(v, "device"))
-                o->memory = FV_MEMORY_POLICY_DEVICE;
-            else
+            if (fv_cli_memory(v, &o->memory))
                 return fail_usage("--memory %s%s: use auto, zero-copy or device", v, "");
         } else if (!strcmp(a, "--no-userptr")) {
             o->no_userptr = 1;

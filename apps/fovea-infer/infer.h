@@ -42,6 +42,7 @@ typedef struct options {
     fv_pixel_format in_format;
     fv_backend backend;
     int device, device_given; /* CUDA device index; given: --device was passed */
+    fv_memory_policy memory;  /* --memory: where frames live (AUTO: the context's choice) */
     fv_resize_fit fit;
     int top;       /* classes shown per camera */
     float alpha;   /* segmentation overlay opacity */

@@ -63,6 +63,9 @@ static void usage(FILE *f) {
         "  --backend B         auto (default: GPU when usable), cuda or cpu\n"
         "  --device N          CUDA device index (default 0); naming one asks for the CUDA\n"
         "                      backend, with no CPU fallback (--backend cpu: only 0)\n"
+        "  --memory M          where frames live: auto (default: mapped host memory the GPU\n"
+        "                      reads in place on integrated GPUs, device memory and copies on\n"
+        "                      discrete ones), zero-copy or device (as fovea-edge)\n"
         "  --frames N          stop after N batches    --duration S   stop after S seconds\n"
         "  --cuda-graph        replay the net as one CUDA graph\n"
         "  --low-latency       one batch in flight (no overlap of the GPU with the outputs)\n"
@@ -209,6 +212,9 @@ static int parse(int argc, char **argv, options *o) {
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--device", &bad))) {
             if (fv_cli_device(PROG, v, &o->device)) return 2;
             o->device_given = 1;
+        } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--memory", &bad))) {
+            if (fv_cli_memory(v, &o->memory))
+                return fail_usage("--memory %s: use auto, zero-copy or device", v);
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--fit", &bad))) {
             if (!strcmp(v, "stretch"))
                 o->fit = FV_RESIZE_STRETCH;
@@ -323,6 +329,7 @@ static fv_context *make_context(const options *o, const camera *cams, int n) {
                           .pinned_pool_bytes = pin,
                           .host_pool_bytes = host,
                           .profile_path = o->profile,
+                          .memory_policy = o->memory,
                           .log = log_cb,
                           .log_user = (void *)o,
                           .log_level = FV_LOG_WARN};
@@ -334,7 +341,7 @@ static fv_context *make_context(const options *o, const camera *cams, int n) {
     fv_context_info ci;
     fv_context_info_get(ctx, &ci);
     if (ci.memory_policy == FV_MEMORY_POLICY_ZERO_COPY) {
-        /* integrated GPU: frames live in the mapped pool */
+        /* integrated GPU, or --memory zero-copy: frames live in the mapped pool */
         fv_context_destroy(ctx);
         ctx = NULL;
         cd.mapped_pool_bytes = pin;
@@ -412,8 +419,11 @@ static void print_setup(const app *a) {
     else
         snprintf(on, sizeof on, "%s",
                  a->ci.device_name[0] ? a->ci.device_name : fv_backend_name(a->ci.backend));
-    fprintf(stderr, PROG ": %s (%s) on %s: %s\n", o->model,
-            m->task == TASK_CLASSIFY ? "classification" : "segmentation", on, m->desc);
+    fprintf(stderr, PROG ": %s (%s) on %s, frames in %s memory: %s\n", o->model,
+            m->task == TASK_CLASSIFY ? "classification" : "segmentation", on,
+            a->ci.memory_policy == FV_MEMORY_POLICY_ZERO_COPY ? "mapped host (zero-copy)"
+                                                              : "device",
+            m->desc);
     for (int i = 0; i < a->n; i++) {
         const camera *c = &a->cams[i];
         fprintf(stderr, "  [%d] %s %s (%s) %dx%d %s%s -> item %d, %s %dx%d at (%d, %d) -> %s\n", i,

@@ -165,7 +165,8 @@ void report_summary(const options *o, const model *m, camera *cams, int n, stats
                "\"latency_warmup_frames\":%ld",
                ci->device_index, fv_backend_name(ci->backend), m->n, m->w, m->h, s->ticks, secs,
                s->ticks / secs, p50, p99, (double)first, s->nwarm);
-        printf(",\"gpu_ms_p50\":%.4f,\"gpu_ms_p99\":%.4f", g50, g99);
+        printf(",\"memory\":\"%s\",\"gpu_ms_p50\":%.4f,\"gpu_ms_p99\":%.4f",
+               fv_memory_policy_name(ci->memory_policy), g50, g99);
         for (int i = 0; i < 5; i++)
             printf(",\"%s_ms\":%.4f", stage_names[i], s->stage[i] / tk);
         printf(",\"pool_carve_outs_while_running\":%ld,\"keep_awake_runs\":%ld,\"cameras\":[",

@@ -12,13 +12,16 @@
  *             test:// inputs over solid red, green and blue photos: each
  *             camera's output must be its own frame with its own class colour
  *             blended over it, to the byte (routing, pre-processing, the net,
- *             the argmax and the blend); status lines in JSON;
+ *             the argmax and the blend); status lines in JSON; run again
+ *             with --memory zero-copy (frames in mapped host memory): the
+ *             same bytes;
  *   ended     an input that ends after 3 frames beside an endless one: the
  *             run goes on, the ended one is reported "ended"; and
  *             --low-latency --keep-awake 1 on a camera paced at 100 fps: on
  *             CUDA the summary counts the keep-awake runs queued between
  *             frames (> 0), on the CPU backend it says it is ignored (0);
- *   errors    --help (exit 0, examples), bad options (2, --keep-awake 200 too), more outputs than
+ *   errors    --help (exit 0, examples), bad options (2, --keep-awake 200 and --memory
+ *             pinned too), more outputs than
  *             inputs (2), a missing model or input (1, named); --device: a
  *             bad index or a device on the CPU backend (2), a missing CUDA
  *             device (1, named).
@@ -214,37 +217,57 @@ static void infer_segment(void **state) {
         snprintf(path, sizeof path, "%s/seg%d.png", work_dir, c);
         unlink(path);
     }
-    char *argv[] = {
-        (char *)app, "--backend", backend,     "--model",       model,  "--frames",
-        "3",         "--sync",    "--json",    "--input-width", "48",   "--input-height",
-        "32",        "--fit",     "letterbox", "--input",       in[0],  "--input",
-        in[1],       "--input",   in[2],       out[0],          out[1], out[2],
-        NULL};
-    int rc = run_app(argv, log);
-    char *text = slurp(log);
-    const char *sum = summary_of(text);
-    if (rc != 0 || !sum) fail_msg("fovea-infer exited %d without a summary:\n%s", rc, text);
-    if (!strstr(sum, "\"task\":\"segment\"") || !strstr(sum, "\"batches\":3,") ||
-        count(sum, "\"frames\":3,") != 3 || !strstr(sum, "\"ok\":true"))
-        fail_msg("summary lacks 3 batches of 3 segmented cameras:\n%s", sum);
-    /* class k = the strongest of R, G, B; fovea's palette: class 0 transparent,
-     * 1 (128, 0, 0), 2 (0, 128, 0); alpha 0.5: out = frame / 2 + colour / 2,
-     * rounded half up */
-    const unsigned char want[3][3] = {{255, 0, 0}, {64, 128, 0}, {0, 64, 128}};
-    for (int c = 0; c < 3; c++) {
-        snprintf(path, sizeof path, "%s/seg%d.png", work_dir, c);
-        fv_host_image img;
-        FV_ASSERT_OK(fv_image_file_load(path, FV_PIXEL_RGB24, &img));
-        assert_int_equal(img.width, 48);
-        assert_int_equal(img.height, 32);
-        const unsigned char *p = img.data;
-        for (int i = 0; i < 48 * 32; i++)
-            if (memcmp(p + 3 * i, want[c], 3) != 0)
-                fail_msg("camera %d, pixel %d: (%d, %d, %d), want (%d, %d, %d)", c, i, p[3 * i],
-                         p[3 * i + 1], p[3 * i + 2], want[c][0], want[c][1], want[c][2]);
-        fv_host_image_free(&img);
+    /* twice: frames where the context puts them (device memory and copies on
+     * a discrete GPU), then --memory zero-copy (mapped host memory the GPU
+     * reads and writes in place, as on a Jetson): the same bytes */
+    for (int run = 0; run < 2; run++) {
+        for (int c = 0; c < 3; c++) {
+            snprintf(path, sizeof path, "%s/seg%d.png", work_dir, c);
+            unlink(path);
+        }
+        char *argv[] = {(char *)app, "--backend",
+                        backend,     "--model",
+                        model,       "--frames",
+                        "3",         "--sync",
+                        "--json",    "--input-width",
+                        "48",        "--input-height",
+                        "32",        "--fit",
+                        "letterbox", "--input",
+                        in[0],       "--input",
+                        in[1],       "--input",
+                        in[2],       out[0],
+                        out[1],      out[2],
+                        "--memory",  run ? "zero-copy" : "auto",
+                        NULL};
+        int rc = run_app(argv, log);
+        char *text = slurp(log);
+        const char *sum = summary_of(text);
+        if (rc != 0 || !sum) fail_msg("fovea-infer exited %d without a summary:\n%s", rc, text);
+        if (!strstr(sum, "\"task\":\"segment\"") || !strstr(sum, "\"batches\":3,") ||
+            count(sum, "\"frames\":3,") != 3 || !strstr(sum, "\"ok\":true"))
+            fail_msg("summary lacks 3 batches of 3 segmented cameras:\n%s", sum);
+        if (run && !strstr(sum, "\"memory\":\"zero-copy\""))
+            fail_msg("--memory zero-copy: the summary says otherwise:\n%s", sum);
+        /* class k = the strongest of R, G, B; fovea's palette: class 0
+         * transparent, 1 (128, 0, 0), 2 (0, 128, 0); alpha 0.5: out = frame /
+         * 2 + colour / 2, rounded half up */
+        const unsigned char want[3][3] = {{255, 0, 0}, {64, 128, 0}, {0, 64, 128}};
+        for (int c = 0; c < 3; c++) {
+            snprintf(path, sizeof path, "%s/seg%d.png", work_dir, c);
+            fv_host_image img;
+            FV_ASSERT_OK(fv_image_file_load(path, FV_PIXEL_RGB24, &img));
+            assert_int_equal(img.width, 48);
+            assert_int_equal(img.height, 32);
+            const unsigned char *p = img.data;
+            for (int i = 0; i < 48 * 32; i++)
+                if (memcmp(p + 3 * i, want[c], 3) != 0)
+                    fail_msg("%s, camera %d, pixel %d: (%d, %d, %d), want (%d, %d, %d)",
+                             run ? "zero-copy" : "default memory", c, i, p[3 * i], p[3 * i + 1],
+                             p[3 * i + 2], want[c][0], want[c][1], want[c][2]);
+            fv_host_image_free(&img);
+        }
+        free(text);
     }
-    free(text);
 }
 
 static void infer_ended(void **state) {
@@ -307,6 +330,12 @@ static void infer_errors(void **state) {
     assert_int_equal(run_app(awake, log), 2);
     char *task[] = {(char *)app, "--task", "detect", NULL};
     assert_int_equal(run_app(task, log), 2);
+    char *memory[] = {(char *)app, "--memory", "pinned", NULL};
+    assert_int_equal(run_app(memory, log), 2);
+    text = slurp(log);
+    if (!strstr(text, "--memory pinned: use auto, zero-copy or device"))
+        fail_msg("--memory pinned: no reason given:\n%s", text);
+    free(text);
     char *mean[] = {(char *)app, "--mean", "1,2", NULL};
     assert_int_equal(run_app(mean, log), 2);
     char *outs[] = {(char *)app, "a.mp4", "b.mp4", NULL};
