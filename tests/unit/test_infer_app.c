@@ -19,7 +19,9 @@
  *             run goes on, the ended one is reported "ended"; and
  *             --low-latency --keep-awake 1 on a camera paced at 100 fps: on
  *             CUDA the summary counts the keep-awake runs queued between
- *             frames (> 0), on the CPU backend it says it is ignored (0);
+ *             frames (> 0) and names zero-copy memory (a classifier under
+ *             --low-latency), on the CPU backend it says it is ignored (0)
+ *             and names device memory;
  *   errors    --help (exit 0, examples), bad options (2, --keep-awake 200 and --memory
  *             pinned too), more outputs than
  *             inputs (2), a missing model or input (1, named); --device: a
@@ -310,6 +312,11 @@ static void infer_keep_awake(void **state) {
     long runs = strtol(k + 18, NULL, 10);
     if (!strcmp(backend, "cuda") ? runs < 1 : (runs != 0 || !strstr(text, "ignored")))
         fail_msg("%s: %ld keep-awake runs:\n%s", backend, runs, text);
+    /* a classifier under --low-latency reads its frames in place on a GPU
+     * (--memory auto); the CPU backend keeps the default */
+    const char *mem =
+        !strcmp(backend, "cuda") ? "\"memory\":\"zero-copy\"" : "\"memory\":\"device\"";
+    if (!strstr(sum, mem)) fail_msg("%s: the summary lacks %s:\n%s", backend, mem, sum);
     free(text);
 }
 
