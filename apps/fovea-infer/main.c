@@ -69,8 +69,8 @@ static void usage(FILE *f) {
         "  --frames N          stop after N batches    --duration S   stop after S seconds\n"
         "  --cuda-graph        replay the net as one CUDA graph\n"
         "  --low-latency       one batch in flight (no overlap of the GPU with the outputs); a\n"
-        "                      classifier on a discrete GPU then reads frames in place\n"
-        "                      (--memory zero-copy, unless --memory says otherwise)\n"
+        "                      classifier (the default model, or --task classify) then reads\n"
+        "                      frames in place (--memory zero-copy, unless --memory is given)\n"
         "  --keep-awake MS     CUDA: while waiting for frames, a 16 KB copy and a small kernel\n"
         "                      every MS ms (1 to 100), so that an idle discrete GPU's PCIe link\n"
         "                      and clocks stay out of their power-saving states: lower latency\n"
@@ -309,21 +309,23 @@ static void context_failed(const options *o) {
         fprintf(stderr, PROG ": cannot create the context: %s\n", fv_last_error());
 }
 
-/* The context, its pools sized for the cameras' frames and the model. */
 /* Where frames live: --memory, else the context's choice (mapped memory on
  * integrated GPUs, device memory and copies on discrete ones), except for a
- * classifier under --low-latency on a discrete GPU: there frames stay in
+ * classifier under --low-latency (the default model, or --task classify;
+ * the task must be known before the context is made): there frames stay in
  * mapped host memory, which pre-processing reads in place, only the pixels it
  * samples, instead of an upload of the whole frame after each idle gap (H100,
  * MobileNetV2 on a 1080p camera at 30 fps: latency p50 0.47 against 0.67 ms,
  * p99 0.78 against 2.83; docs/infer.md). AUTO: the context's choice. */
-static fv_memory_policy low_latency_memory(const options *o, int task) {
+static fv_memory_policy low_latency_memory(const options *o) {
     if (o->memory != FV_MEMORY_POLICY_AUTO || !o->low_latency || o->backend == FV_BACKEND_CPU)
         return o->memory;
-    const int classify = task == TASK_CLASSIFY || (task == TASK_AUTO && !o->model_given);
+    const int classify = o->task == TASK_CLASSIFY || (o->task == TASK_AUTO && !o->model_given);
     return classify ? FV_MEMORY_POLICY_ZERO_COPY : FV_MEMORY_POLICY_AUTO;
 }
 
+/* The context, its pools sized for the cameras' frames and the model;
+ * frames where memory says (see low_latency_memory). */
 static fv_context *make_context(const options *o, const camera *cams, int n,
                                 fv_memory_policy memory) {
     const size_t mib = (size_t)1 << 20;
@@ -482,23 +484,8 @@ static int run(options *o) {
         cams[opened].index = opened, cams[opened].uri = o->inputs[opened];
         if (capture_open(o, &cams[opened], log_cb, o) != 0) goto done;
     }
-    if (!(ctx = make_context(o, cams, n, low_latency_memory(o, o->task)))) goto done;
+    if (!(ctx = make_context(o, cams, n, low_latency_memory(o)))) goto done;
     if (model_load(o, o->batch ? o->batch : n, ctx, &m) != 0) goto done;
-    if (o->task == TASK_AUTO && o->model_given &&
-        low_latency_memory(o, m.task) == FV_MEMORY_POLICY_ZERO_COPY) {
-        /* the model turned out a classifier: again in place (see
-         * low_latency_memory); where that cannot be made, as it was */
-        fv_context *zc = make_context(o, cams, n, FV_MEMORY_POLICY_ZERO_COPY);
-        static model zm;
-        if (zc && model_load(o, o->batch ? o->batch : n, zc, &zm) == 0) {
-            model_free(&m);
-            fv_context_destroy(ctx);
-            ctx = zc, m = zm;
-        } else if (zc) {
-            model_free(&zm);
-            fv_context_destroy(zc);
-        }
-    }
     a = (app){.o = o, .ctx = ctx, .m = &m, .cams = cams, .n = n, .st = &st};
     fv_context_info_get(ctx, &a.ci);
     a.pd.fit = o->fit;
