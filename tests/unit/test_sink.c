@@ -266,6 +266,55 @@ static void image_captions(void **state) {
     }
 }
 
+/* Odd captions: bytes that are not UTF-8 (drawn as U+FFFD), a text far
+ * wider and taller than the frame (the box clipped to it), a frame of 4 x 3
+ * pixels (no room for a box: the frame as given). Nothing outside the
+ * frame is written (ASan), every write succeeds. */
+static void caption_odd_text(void **state) {
+    (void)state;
+#ifndef FV_TEST_PANGO
+    skip();
+#else
+    static char big[20000];
+    for (size_t i = 0; i + 1 < sizeof big; i++)
+        big[i] = i % 100 == 99 ? '\n' : 'W';
+    const int sizes[2][2] = {{CW, CH}, {4, 3}};
+    static unsigned char px[CW * CH * 3];
+    memset(px, 77, sizeof px);
+    for (int k = 0; k < 2; k++) {
+        const int w = sizes[k][0], h = sizes[k][1];
+        char uri[600];
+        snprintf(uri, sizeof uri, "file://%s", tmp_path("odd.png"));
+        fv_sink *s = NULL;
+        FV_ASSERT_OK(fv_sink_open(
+            &(fv_sink_desc){
+                .uri = uri, .width = w, .height = h, .format = FV_PIXEL_RGB24, .text_overlay = 1},
+            &s));
+        fv_image img = {FV_PIXEL_RGB24, w, h, 0, px, NULL, 0};
+        FV_ASSERT_OK(fv_sink_set_text(s, "bad \xff\xfe\xc3 bytes"));
+        FV_ASSERT_OK(fv_sink_write(s, &img, 0));
+        FV_ASSERT_OK(fv_sink_set_text(s, big));
+        FV_ASSERT_OK(fv_sink_write(s, &img, 0));
+        FV_ASSERT_OK(fv_sink_close(s));
+        fv_host_image back;
+        FV_ASSERT_OK(fv_image_file_load(tmp_path("odd.png"), FV_PIXEL_RGB24, &back));
+        const unsigned char *c = back.data;
+        int changed = 0;
+        for (int i = 0; i < w * h * 3; i++)
+            changed += c[i] != 77;
+        /* the big text: a box over all but the 3-pixel margin at the top
+         * left; the tiny frame: untouched */
+        if (k == 0 ? changed < (w - 3) * (h - 3) * 3 / 2 : changed != 0)
+            fail_msg("%dx%d: %d values changed", w, h, changed);
+        if (k == 0)
+            for (int x = 0; x < w; x++) /* the margin row stays */
+                assert_int_equal(c[3 * x], 77);
+        fv_host_image_free(&back);
+        unlink(tmp_path("odd.png"));
+    }
+#endif
+}
+
 static void open_errors(void **state) {
     (void)state;
     fv_sink *s = (fv_sink *)0x1;
@@ -346,10 +395,11 @@ static int group_teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(numbered_png), cmocka_unit_test(strided_gray_png),
-        cmocka_unit_test(single_jpeg),  cmocka_unit_test(null_sink),
-        cmocka_unit_test(open_errors),  cmocka_unit_test(write_errors),
-        cmocka_unit_test(captions),     cmocka_unit_test(image_captions),
+        cmocka_unit_test(numbered_png),     cmocka_unit_test(strided_gray_png),
+        cmocka_unit_test(single_jpeg),      cmocka_unit_test(null_sink),
+        cmocka_unit_test(open_errors),      cmocka_unit_test(write_errors),
+        cmocka_unit_test(captions),         cmocka_unit_test(image_captions),
+        cmocka_unit_test(caption_odd_text),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
