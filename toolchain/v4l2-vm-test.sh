@@ -88,7 +88,8 @@ png_a=$(static_lib libpng16.a || static_lib libpng.a) || die "no libpng.a (libpn
 jpeg_a=$(static_lib libjpeg.a) || die "no libjpeg.a (libjpeg62-turbo-dev)"
 z_a=$(static_lib libz.a) || die "no libz.a (zlib1g-dev)"
 cmake -S "$root" -B "$sbuild" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-  -DFV_WITH_CUDA=OFF -DFV_WITH_GSTREAMER=OFF -DFV_BUILD_APPS=OFF -DFV_BUILD_TESTS=ON \
+  -DFV_WITH_CUDA=OFF -DFV_WITH_GSTREAMER=OFF -DFV_WITH_PANGO=OFF -DFV_BUILD_APPS=OFF \
+  -DFV_BUILD_TESTS=ON \
   -DFV_HAVE_V4L2_HEADER=1 -DPNG_LIBRARY_RELEASE="$png_a" -DJPEG_LIBRARY_RELEASE="$jpeg_a" \
   -DZLIB_LIBRARY_RELEASE="$z_a" >"$work/cmake.log" 2>&1 ||
   { tail -n 30 "$work/cmake.log" >&2; die "configuring the static build failed ($work/cmake.log)"; }
