@@ -89,12 +89,22 @@ static int count(const char *s, const char *needle) {
     return n;
 }
 
+/* A solid colour photo for test://?image=. */
 static void write_solid(const char *path, unsigned char r, unsigned char g, unsigned char b) {
     unsigned char px[40 * 30 * 3];
     for (int i = 0; i < 40 * 30; i++)
         px[3 * i] = r, px[3 * i + 1] = g, px[3 * i + 2] = b;
     fv_image img = {.format = FV_PIXEL_RGB24, .width = 40, .height = 30, .data = px};
     FV_ASSERT_OK(fv_image_file_save(path, &img, NULL));
+}
+
+/* The RGB24 pixels of the image file at path, which must be w x h. */
+static fv_host_image load_rgb(const char *path, int w, int h) {
+    fv_host_image img;
+    FV_ASSERT_OK(fv_image_file_load(path, FV_PIXEL_RGB24, &img));
+    assert_int_equal(img.width, w);
+    assert_int_equal(img.height, h);
+    return img;
 }
 
 static void infer_classify(void **state) {
@@ -148,10 +158,7 @@ static void infer_classify(void **state) {
         fail_msg("summary lacks %s for the PNG output:\n%s", drawn, sum);
     for (int i = 0; i < 5; i++) {
         snprintf(path, sizeof path, "%s/cls_%04d.png", work_dir, i);
-        fv_host_image img;
-        FV_ASSERT_OK(fv_image_file_load(path, FV_PIXEL_RGB24, &img));
-        assert_int_equal(img.width, 64);
-        assert_int_equal(img.height, 48);
+        fv_host_image img = load_rgb(path, 64, 48);
         /* grey 120 through YUYV (within 2); the box from (3, 3), its corner
          * shaded to about half; white glyph pixels in it */
         const unsigned char *p = img.data;
@@ -201,8 +208,6 @@ static void write_model(const char *path) {
     fclose(f);
     ob_free(&m);
 }
-
-/* A solid colour photo for test://?image=. */
 
 static void infer_segment(void **state) {
     (void)state;
@@ -256,10 +261,7 @@ static void infer_segment(void **state) {
         const unsigned char want[3][3] = {{255, 0, 0}, {64, 128, 0}, {0, 64, 128}};
         for (int c = 0; c < 3; c++) {
             snprintf(path, sizeof path, "%s/seg%d.png", work_dir, c);
-            fv_host_image img;
-            FV_ASSERT_OK(fv_image_file_load(path, FV_PIXEL_RGB24, &img));
-            assert_int_equal(img.width, 48);
-            assert_int_equal(img.height, 32);
+            fv_host_image img = load_rgb(path, 48, 32);
             const unsigned char *p = img.data;
             for (int i = 0; i < 48 * 32; i++)
                 if (memcmp(p + 3 * i, want[c], 3) != 0)
