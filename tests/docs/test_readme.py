@@ -12,7 +12,8 @@
                        runs this test: CI runs it as its first step);
     build/...          run from a scratch folder in which build/, data/ and
                        tests/ point into this build and source tree; must
-                       exit 0; a file:// or --output file it names must exist.
+                       exit 0; a file:// or --output file it names must exist
+                       (of a numbered name, out_%02d.png, the first).
   Commands that need a GPU, a camera or a display are skipped with the
   reason; a command no rule knows fails the test (add a rule).
 Usage: test_readme.py --source SRC --build BUILD --cc CC --libdir DIR_OF_LIBFOVEA [--cflags=F]
@@ -189,6 +190,8 @@ def main():
                 if rc != 0:
                     fail("'%s' exited %d" % (cmd, rc))
                 for f in output_files(argv):
+                    if "%" in f:  # a numbered sequence: its first file
+                        f = f % 0
                     if not os.path.isfile(os.path.join(work, f)):
                         fail("'%s' did not write %s" % (cmd, f))
             else:
