@@ -24,9 +24,12 @@ struct fv__caption {
     PangoFontMap *fonts;  /* the caption's own font map: nothing shared with other threads */
     PangoContext *pango;
     PangoLayout *layout;
-    cairo_surface_t *box; /* the rendered caption, or NULL for none */
-    int box_w, box_h;     /* its size, clipped to the frame */
-    char *text;           /* the text box holds */
+    cairo_surface_t *box; /* the rendered caption (cap_w x cap_h; NULL before the first) */
+    int cap_w, cap_h;
+    int box_w, box_h; /* the caption's size in it, clipped to the frame */
+    int shown;        /* 1: box holds text's caption; 0: nothing to draw */
+    char *text;       /* the last text asked for (text_cap bytes) */
+    size_t text_cap;
 };
 
 int fv__caption_available(void) {
@@ -49,7 +52,8 @@ fv_status fv__caption_create(int width, int height, fv_pixel_format format, fv__
     c->fonts = c->frame ? pango_cairo_font_map_new() : NULL;
     c->pango = c->fonts ? pango_font_map_create_context(c->fonts) : NULL;
     c->layout = c->pango ? pango_layout_new(c->pango) : NULL;
-    c->text = c->layout ? strdup("") : NULL;
+    c->text = c->layout ? calloc(1, 64) : NULL;
+    c->text_cap = 64;
     if (!c->text) {
         fv__caption_destroy(c);
         return fv__error(FV_ERR_OUT_OF_MEMORY, "%s: captions: out of host memory (%dx%d frame)", op,
@@ -88,12 +92,17 @@ void fv__caption_destroy(fv__caption *c) {
 fv_status fv__caption_set(fv__caption *c, const char *text) {
     const char *op = "sink_set_text";
     if (strcmp(text, c->text) == 0) return FV_OK; /* drawn already */
-    char *copy = strdup(text);
-    if (!copy) return fv__error(FV_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
-    free(c->text);
-    c->text = copy;
-    if (c->box) cairo_surface_destroy(c->box);
-    c->box = NULL;
+    /* the text and the box grow only: a caption changed every frame (scores)
+     * allocates nothing of fovea's once the longest has been seen (Pango's
+     * layout keeps its own allocations) */
+    const size_t len = strlen(text) + 1;
+    if (len > c->text_cap) {
+        char *t = realloc(c->text, len);
+        if (!t) return fv__error(FV_ERR_OUT_OF_MEMORY, "%s: out of host memory", op);
+        c->text = t, c->text_cap = len;
+    }
+    memcpy(c->text, text, len);
+    c->shown = 0;
     if (!*text) return FV_OK;
     /* Pango takes UTF-8 only: bytes that are not become U+FFFD */
     gchar *valid = g_utf8_make_valid(text, -1);
@@ -106,27 +115,39 @@ fv_status fv__caption_set(fv__caption *c, const char *text) {
     if (w > c->width - pad) w = c->width - pad;
     if (h > c->height - pad) h = c->height - pad;
     if (w < 1 || h < 1) return FV_OK; /* a frame too small for any caption */
-    cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w, h);
-    cairo_t *cr = cairo_create(s);
+    if (!c->box || w > c->cap_w || h > c->cap_h) {
+        const int cw = w > c->cap_w ? w : c->cap_w, ch = h > c->cap_h ? h : c->cap_h;
+        cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, cw, ch);
+        if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+            const char *why = cairo_status_to_string(cairo_surface_status(s));
+            cairo_surface_destroy(s);
+            c->text[0] = '\0';
+            return fv__error(FV_ERR_OUT_OF_MEMORY, "%s: a %dx%d caption: %s", op, cw, ch, why);
+        }
+        if (c->box) cairo_surface_destroy(c->box);
+        c->box = s, c->cap_w = cw, c->cap_h = ch;
+    }
+    /* the shaded box (set, not blended: the surface is reused), then the
+     * text over it, both inside w x h */
+    cairo_t *cr = cairo_create(c->box);
+    cairo_rectangle(cr, 0, 0, w, h);
+    cairo_clip(cr);
+    cairo_set_operator(cr, CAIRO_OPERATOR_SOURCE);
     cairo_set_source_rgba(cr, 0, 0, 0, 0.5);
     cairo_paint(cr);
+    cairo_set_operator(cr, CAIRO_OPERATOR_OVER);
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_move_to(cr, pad - logical.x, pad - logical.y);
     pango_cairo_show_layout(cr, c->layout);
-    cairo_surface_flush(s);
-    fv_status st = FV_OK;
-    if (cairo_status(cr) != CAIRO_STATUS_SUCCESS || cairo_surface_status(s) != CAIRO_STATUS_SUCCESS)
-        st = fv__error(FV_ERR_OUT_OF_MEMORY, "%s: drawing the caption failed: %s", op,
-                       cairo_status_to_string(cairo_status(cr) != CAIRO_STATUS_SUCCESS
-                                                  ? cairo_status(cr)
-                                                  : cairo_surface_status(s)));
+    cairo_surface_flush(c->box);
+    const cairo_status_t cs = cairo_status(cr);
     cairo_destroy(cr);
-    if (st != FV_OK) {
-        cairo_surface_destroy(s);
+    if (cs != CAIRO_STATUS_SUCCESS) {
         c->text[0] = '\0';
-        return st;
+        return fv__error(FV_ERR_OUT_OF_MEMORY, "%s: drawing the caption failed: %s", op,
+                         cairo_status_to_string(cs));
     }
-    c->box = s, c->box_w = w, c->box_h = h;
+    c->box_w = w, c->box_h = h, c->shown = 1;
     return FV_OK;
 }
 
@@ -137,7 +158,7 @@ static inline unsigned char over(unsigned s, unsigned a, unsigned d) {
 }
 
 const fv_image *fv__caption_apply(fv__caption *c, const fv_image *frame, fv_image *tmp) {
-    if (!c->box) return frame;
+    if (!c->shown) return frame;
     const size_t row = c->bpp * (size_t)c->width;
     for (int y = 0; y < c->height; y++)
         memcpy(c->frame + row * y, (const unsigned char *)frame->data + frame->stride * y, row);

@@ -267,7 +267,8 @@ static void image_captions(void **state) {
 }
 
 /* Odd captions: bytes that are not UTF-8 (drawn as U+FFFD), a text far
- * wider and taller than the frame (the box clipped to it), a frame of 4 x 3
+ * wider and taller than the frame (the box clipped to it), then a short one
+ * (a small box: the surface is reused, nothing of the big one shows), a frame of 4 x 3
  * pixels (no room for a box: the frame as given). Nothing outside the
  * frame is written (ASan), every write succeeds. */
 static void caption_odd_text(void **state) {
@@ -295,13 +296,41 @@ static void caption_odd_text(void **state) {
         FV_ASSERT_OK(fv_sink_write(s, &img, 0));
         FV_ASSERT_OK(fv_sink_set_text(s, big));
         FV_ASSERT_OK(fv_sink_write(s, &img, 0));
-        FV_ASSERT_OK(fv_sink_close(s));
         fv_host_image back;
         FV_ASSERT_OK(fv_image_file_load(tmp_path("odd.png"), FV_PIXEL_RGB24, &back));
         const unsigned char *c = back.data;
         int changed = 0;
         for (int i = 0; i < w * h * 3; i++)
             changed += c[i] != 77;
+        /* then a short text in the same (reused) caption surface: a small
+         * box, nothing left of the big one */
+        FV_ASSERT_OK(fv_sink_set_text(s, "x"));
+        FV_ASSERT_OK(fv_sink_write(s, &img, 0));
+        FV_ASSERT_OK(fv_sink_close(s));
+        /* ... the same bytes as a fresh sink's "x" */
+        FV_ASSERT_OK(fv_sink_open(&(fv_sink_desc){.uri = tmp_path("fresh.png"),
+                                                  .width = w,
+                                                  .height = h,
+                                                  .format = FV_PIXEL_RGB24,
+                                                  .text_overlay = 1},
+                                  &s));
+        FV_ASSERT_OK(fv_sink_set_text(s, "x"));
+        FV_ASSERT_OK(fv_sink_write(s, &img, 0));
+        FV_ASSERT_OK(fv_sink_close(s));
+        fv_host_image small, fresh;
+        FV_ASSERT_OK(fv_image_file_load(tmp_path("odd.png"), FV_PIXEL_RGB24, &small));
+        FV_ASSERT_OK(fv_image_file_load(tmp_path("fresh.png"), FV_PIXEL_RGB24, &fresh));
+        int changed_small = 0;
+        for (int i = 0; i < w * h * 3; i++)
+            changed_small += ((const unsigned char *)small.data)[i] != 77;
+        if (memcmp(small.data, fresh.data, (size_t)w * h * 3) ||
+            (k == 0 && (changed_small < 100 || changed_small > 20 * 24 * 3)))
+            fail_msg("a short caption after a long one: %d values changed, %s a fresh sink's",
+                     changed_small,
+                     memcmp(small.data, fresh.data, (size_t)w * h * 3) ? "unlike" : "like");
+        fv_host_image_free(&small);
+        fv_host_image_free(&fresh);
+        unlink(tmp_path("fresh.png"));
         /* the big text: a box over all but the 3-pixel margin at the top
          * left; the tiny frame: untouched */
         if (k == 0 ? changed < (w - 3) * (h - 3) * 3 / 2 : changed != 0)
