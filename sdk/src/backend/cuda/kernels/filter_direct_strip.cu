@@ -18,6 +18,13 @@
  *     values with integer byte sums (exact) and one magic-number conversion,
  *     and keeps the last three rows' values in registers: each input row is
  *     converted once per thread, and an output row is emitted per input row;
+ *   - the row loop comes in two forms, chosen per kernel by measurement
+ *     (launch): unrolled by three, the window's registers turning roles
+ *     with the rows (no moves), or rolled, one row an iteration and the
+ *     window moved up a row (moves, but a third of the loop's code and
+ *     16-40 fewer registers). The unrolled kernels are 78-178 KB of code;
+ *     Nsight Compute had the unrolled RGB24 kernel's warps at 1080p waiting
+ *     for an instruction 39% of the time (H100, docs/bench/RESULTS.md);
  *   - the launch sizes the strips so that the grid is one wave of resident
  *     blocks: every block starts its copies at once and none waits for a
  *     second wave.
@@ -110,7 +117,7 @@ static __device__ __forceinline__ uintptr_t row_start(const unsigned char *row, 
  * loads) and the rest is zero: the bytes around a row are another row's
  * padding or past the frame, which the caller may never have written
  * (compute-sanitizer's initcheck). */
-template <int BPP, int F, int P>
+template <int BPP, int F, int P, bool ROLL>
 static __device__ __forceinline__ void stage_sub(unsigned char *dst, const unsigned char *rowp,
                                                  size_t row_bytes, int bx0) {
     const uintptr_t row = (uintptr_t)rowp, end = row + row_bytes;
@@ -124,7 +131,9 @@ static __device__ __forceinline__ void stage_sub(unsigned char *dst, const unsig
         const bool inside = at < end && at + 16 > row;
         unsigned char *d = dst + 16 * c;
         if (inside && (at < row || at + 16 > end)) {
-#pragma unroll
+            /* a row's first or last chunk: rare (rolled kernels: kept
+             * small, see filter_strip_kernel) */
+#pragma unroll(ROLL ? 1 : 16)
             for (int b = 0; b < 16; b++)
                 d[b] = at + b >= row && at + b < end ? *(const unsigned char *)(at + b) : 0;
         } else {
@@ -136,20 +145,20 @@ static __device__ __forceinline__ void stage_sub(unsigned char *dst, const unsig
 /* Issues the copies of stage g's rows (input rows ys - 1 + g * R ...) and
  * commits them as one group (empty past the strip: every thread commits the
  * same groups, so the waits count alike). */
-template <int BPP, int F, int P>
+template <int BPP, int F, int P, bool ROLL>
 static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigned char *sm, int g,
                                                   int ys, int n_in, int bx0) {
     typedef layout<BPP, F, P> L;
     unsigned char *stage = sm + (g % NST) * R * L::ROW;
-#pragma unroll
+#pragma unroll(ROLL ? 1 : R)
     for (int r = 0; r < R; r++) {
         const int i = g * R + r, gy = ys - 1 + i;
         if (i >= n_in || gy < 0 || gy >= p.height) continue;
-        stage_sub<BPP, F, P>(stage + r * L::ROW, p.in + (size_t)gy * p.in_stride,
-                             (size_t)p.width * BPP, bx0);
+        stage_sub<BPP, F, P, ROLL>(stage + r * L::ROW, p.in + (size_t)gy * p.in_stride,
+                                   (size_t)p.width * BPP, bx0);
         if (F == F_NV12)
-            stage_sub<BPP, F, P>(stage + r * L::ROW + L::SUB, p.uv + (size_t)(gy / 2) * p.uv_stride,
-                                 (size_t)p.width, bx0);
+            stage_sub<BPP, F, P, ROLL>(stage + r * L::ROW + L::SUB,
+                                       p.uv + (size_t)(gy / 2) * p.uv_stride, (size_t)p.width, bx0);
     }
     fv_k::copy_commit();
 }
@@ -471,7 +480,7 @@ step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int 
 /* BPP: input bytes per pixel (1, 3, 4; YUYV and UYVY 2; NV12 1, its Y
  * plane); P: planes (1, or 3 for colour edges of a colour input); G:
  * kernels (2 for gradient pairs); F: the input format's family. */
-template <int BPP, int P, int G, int F, int FORM>
+template <int BPP, int P, int G, int F, int FORM, bool ROLL>
 static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) {
     typedef layout<BPP, F, P> L;
     const int N = L::N;
@@ -481,9 +490,9 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
     const int ye = min(ys + p.strip, p.height);
     const int n_in = ye - ys + 2; /* input rows ys - 1 .. ye */
     const int groups = (n_in + R - 1) / R;
-#pragma unroll
+#pragma unroll(ROLL ? 1 : NST - 1)
     for (int g = 0; g < NST - 1; g++)
-        stage_rows<BPP, F, P>(p, sm, g, ys, n_in, bx0);
+        stage_rows<BPP, F, P, ROLL>(p, sm, g, ys, n_in, bx0);
 
     consts<G> k;
     /* YUV values come scaled by 2^-16 (yuv_values): the weights carry 2^16,
@@ -512,42 +521,78 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
     /* the warp's staging words for coalesced RGB stores (emit_row) */
     unsigned *obuf = (unsigned *)(sm + L::SMEM) + (threadIdx.x >> 5) * OBUF_WORDS;
 
-    /* the window's three rows, oldest first before each group: A, B, C;
-     * each row's input words beside it (the centre row's: overlay's base) */
-    float wa[P][N + 2], wb[P][N + 2], wc[P][N + 2];
-    unsigned da[L::NW], db[L::NW], dc[L::NW], ua[L::NW], ub[L::NW], uc[L::NW];
+    if (ROLL) {
+        /* one input row an iteration: the window's rows a (oldest), b, c
+         * (the newest, written by step), then moved up a row; the words of
+         * the centre row (b) and the newest (c) */
+        float wa[P][N + 2], wb[P][N + 2], wc[P][N + 2];
+        unsigned db[L::NW], dc[L::NW], ub[L::NW], uc[L::NW];
 #pragma unroll
-    for (int c = 0; c < P; c++)
+        for (int c = 0; c < P; c++)
 #pragma unroll
-        for (int j = 0; j < N + 2; j++)
-            wa[c][j] = wb[c][j] = wc[c][j] = 0.0f;
+            for (int j = 0; j < N + 2; j++)
+                wa[c][j] = wb[c][j] = wc[c][j] = 0.0f;
 #pragma unroll
-    for (int q = 0; q < L::NW; q++)
-        da[q] = db[q] = dc[q] = ua[q] = ub[q] = uc[q] = 0u;
+        for (int q = 0; q < L::NW; q++)
+            db[q] = dc[q] = ub[q] = uc[q] = 0u;
+#pragma unroll 1
+        for (int i = 0; i < n_in; i++) {
+            const int g = i / R, r = i - g * R;
+            if (r == 0) {
+                fv_k::copy_wait<NST - 2>(); /* stage g has landed (this thread's copies) */
+                __syncthreads();            /* everyone's; and stage g - 1 is free */
+                stage_rows<BPP, F, P, ROLL>(p, sm, g + NST - 1, ys, n_in, bx0);
+            }
+            const unsigned char *stage = sm + (g % NST) * R * L::ROW;
+            step<BPP, P, G, F, FORM>(p, k, stage, r, i, ys, bx0, x0, inside, all_inside, active,
+                                     obuf, wa, wb, wc, db, dc, ub, uc);
+#pragma unroll
+            for (int c = 0; c < P; c++)
+#pragma unroll
+                for (int j = 0; j < N + 2; j++)
+                    wa[c][j] = wb[c][j], wb[c][j] = wc[c][j];
+#pragma unroll
+            for (int q = 0; q < L::NW; q++)
+                db[q] = dc[q], ub[q] = uc[q];
+        }
+    } else {
+        /* the window's three rows, oldest first before each group: A, B, C;
+         * each row's input words beside it (the centre row's: overlay's base) */
+        float wa[P][N + 2], wb[P][N + 2], wc[P][N + 2];
+        unsigned da[L::NW], db[L::NW], dc[L::NW], ua[L::NW], ub[L::NW], uc[L::NW];
+#pragma unroll
+        for (int c = 0; c < P; c++)
+#pragma unroll
+            for (int j = 0; j < N + 2; j++)
+                wa[c][j] = wb[c][j] = wc[c][j] = 0.0f;
+#pragma unroll
+        for (int q = 0; q < L::NW; q++)
+            da[q] = db[q] = dc[q] = ua[q] = ub[q] = uc[q] = 0u;
 
-    for (int g = 0; g < groups; g++) {
-        fv_k::copy_wait<NST - 2>(); /* stage g has landed (this thread's copies) */
-        __syncthreads();            /* everyone's; and stage g - 1 is free */
-        stage_rows<BPP, F, P>(p, sm, g + NST - 1, ys, n_in, bx0);
-        const unsigned char *stage = sm + (g % NST) * R * L::ROW;
-        /* each input row takes the oldest row's registers: the roles turn
-         * with the rows, and after R = 3 rows they are A, B, C again (no
-         * register moves) */
-        const int i = g * R;
-        if (i >= n_in) break;
-        step<BPP, P, G, F, FORM>(p, k, stage, 0, i, ys, bx0, x0, inside, all_inside, active, obuf,
-                                 wb, wc, wa, dc, da, uc, ua);
-        if (i + 1 >= n_in) break;
-        step<BPP, P, G, F, FORM>(p, k, stage, 1, i + 1, ys, bx0, x0, inside, all_inside, active,
-                                 obuf, wc, wa, wb, da, db, ua, ub);
-        if (i + 2 >= n_in) break;
-        step<BPP, P, G, F, FORM>(p, k, stage, 2, i + 2, ys, bx0, x0, inside, all_inside, active,
-                                 obuf, wa, wb, wc, db, dc, ub, uc);
+        for (int g = 0; g < groups; g++) {
+            fv_k::copy_wait<NST - 2>(); /* stage g has landed (this thread's copies) */
+            __syncthreads();            /* everyone's; and stage g - 1 is free */
+            stage_rows<BPP, F, P, ROLL>(p, sm, g + NST - 1, ys, n_in, bx0);
+            const unsigned char *stage = sm + (g % NST) * R * L::ROW;
+            /* each input row takes the oldest row's registers: the roles turn
+             * with the rows, and after R = 3 rows they are A, B, C again (no
+             * register moves) */
+            const int i = g * R;
+            if (i >= n_in) break;
+            step<BPP, P, G, F, FORM>(p, k, stage, 0, i, ys, bx0, x0, inside, all_inside, active,
+                                     obuf, wb, wc, wa, dc, da, uc, ua);
+            if (i + 1 >= n_in) break;
+            step<BPP, P, G, F, FORM>(p, k, stage, 1, i + 1, ys, bx0, x0, inside, all_inside, active,
+                                     obuf, wc, wa, wb, da, db, ua, ub);
+            if (i + 2 >= n_in) break;
+            step<BPP, P, G, F, FORM>(p, k, stage, 2, i + 2, ys, bx0, x0, inside, all_inside, active,
+                                     obuf, wa, wb, wc, db, dc, ub, uc);
+        }
     }
 }
 
-template <int BPP, int P, int G, int F, int FORM>
-static fv_status launch(cudaStream_t s, const strip_params &base) {
+template <int BPP, int P, int G, int F, int FORM, bool ROLL>
+static fv_status launch_k(cudaStream_t s, const strip_params &base) {
     typedef layout<BPP, F, P> L;
     const size_t smem = L::SMEM + (size_t)(T / 32) * OBUF_WORDS * 4;
     /* at most 64 KiB: within every supported GPU's opt-in limit (sm_75: 64 KiB) */
@@ -562,14 +607,14 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
     int per_sm = dev >= 0 && dev < MAX_DEVICES ? per_sm_of[dev] : 0;
     if (per_sm == 0) {
         /* registers allow several blocks an SM: ask for the shared memory they need */
-        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM>,
+        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM, ROLL>,
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          (int)cudaSharedmemCarveoutMaxShared));
-        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM>,
+        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM, ROLL>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         int n = 0;
         FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &n, filter_strip_kernel<BPP, P, G, F, FORM>, T, smem));
+            &n, filter_strip_kernel<BPP, P, G, F, FORM, ROLL>, T, smem));
         per_sm = n > 0 ? n : 1;
         if (dev >= 0 && dev < MAX_DEVICES) per_sm_of[dev] = per_sm;
     }
@@ -582,9 +627,20 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
     if (strip < (base.height + 65534) / 65535) strip = (base.height + 65534) / 65535;
     p.strip = (int)strip;
     const dim3 grid((unsigned)gx, (unsigned)((base.height + strip - 1) / strip));
-    filter_strip_kernel<BPP, P, G, F, FORM><<<grid, T, smem, s>>>(p);
+    filter_strip_kernel<BPP, P, G, F, FORM, ROLL><<<grid, T, smem, s>>>(p);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
+}
+/* The row loop each kernel takes (see filter_strip_kernel), by measurement
+ * (H100, docs/bench/RESULTS.md): rolled where its fewer registers and
+ * smaller code won (NV12; RGB, BGR and RGBA to one edge channel; gradient
+ * pairs of three planes), unrolled by three elsewhere (GRAY8, YUYV and
+ * UYVY to one edge channel, and the Laplacian of three planes: 4-41%
+ * slower rolled). */
+template <int BPP, int P, int G, int F, int FORM>
+static fv_status launch(cudaStream_t s, const strip_params &base) {
+    const bool roll = F == F_NV12 || (P == 3 && G == 2) || (F == F_BYTES && BPP >= 3 && P == 1);
+    return launch_k<BPP, P, G, F, FORM, roll>(s, base);
 }
 /* planes: 1 or 3 (colour edges of a colour input); form: form_of's (pairs:
  * FORM_SEP, or FORM_TAPS for two kernels of another form; one kernel:
