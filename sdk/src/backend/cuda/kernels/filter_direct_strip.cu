@@ -521,20 +521,23 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
     /* the warp's staging words for coalesced RGB stores (emit_row) */
     unsigned *obuf = (unsigned *)(sm + L::SMEM) + (threadIdx.x >> 5) * OBUF_WORDS;
 
+    /* the window's three rows and each row's input words (the centre
+     * row's: overlay's base) */
+    float wa[P][N + 2], wb[P][N + 2], wc[P][N + 2];
+    unsigned da[L::NW], db[L::NW], dc[L::NW], ua[L::NW], ub[L::NW], uc[L::NW];
+#pragma unroll
+    for (int c = 0; c < P; c++)
+#pragma unroll
+        for (int j = 0; j < N + 2; j++)
+            wa[c][j] = wb[c][j] = wc[c][j] = 0.0f;
+#pragma unroll
+    for (int q = 0; q < L::NW; q++)
+        da[q] = db[q] = dc[q] = ua[q] = ub[q] = uc[q] = 0u;
+
     if (ROLL) {
-        /* one input row an iteration: the window's rows a (oldest), b, c
-         * (the newest, written by step), then moved up a row; the words of
-         * the centre row (b) and the newest (c) */
-        float wa[P][N + 2], wb[P][N + 2], wc[P][N + 2];
-        unsigned db[L::NW], dc[L::NW], ub[L::NW], uc[L::NW];
-#pragma unroll
-        for (int c = 0; c < P; c++)
-#pragma unroll
-            for (int j = 0; j < N + 2; j++)
-                wa[c][j] = wb[c][j] = wc[c][j] = 0.0f;
-#pragma unroll
-        for (int q = 0; q < L::NW; q++)
-            db[q] = dc[q] = ub[q] = uc[q] = 0u;
+        /* one input row an iteration: rows a (oldest), b, c (the newest,
+         * written by step), then moved up a row; the words of the centre
+         * row (b) and the newest (c) (da, ua: unused) */
 #pragma unroll 1
         for (int i = 0; i < n_in; i++) {
             const int g = i / R, r = i - g * R;
@@ -556,19 +559,7 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
                 db[q] = dc[q], ub[q] = uc[q];
         }
     } else {
-        /* the window's three rows, oldest first before each group: A, B, C;
-         * each row's input words beside it (the centre row's: overlay's base) */
-        float wa[P][N + 2], wb[P][N + 2], wc[P][N + 2];
-        unsigned da[L::NW], db[L::NW], dc[L::NW], ua[L::NW], ub[L::NW], uc[L::NW];
-#pragma unroll
-        for (int c = 0; c < P; c++)
-#pragma unroll
-            for (int j = 0; j < N + 2; j++)
-                wa[c][j] = wb[c][j] = wc[c][j] = 0.0f;
-#pragma unroll
-        for (int q = 0; q < L::NW; q++)
-            da[q] = db[q] = dc[q] = ua[q] = ub[q] = uc[q] = 0u;
-
+        /* oldest first before each group: A, B, C */
         for (int g = 0; g < groups; g++) {
             fv_k::copy_wait<NST - 2>(); /* stage g has landed (this thread's copies) */
             __syncthreads();            /* everyone's; and stage g - 1 is free */
