@@ -366,11 +366,18 @@ static fv_context *make_context(const options *o, const camera *cams, int n,
     }
     fv_context_info ci;
     fv_context_info_get(ctx, &ci);
-    if (ci.memory_policy == FV_MEMORY_POLICY_ZERO_COPY) {
-        /* integrated GPU, or --memory zero-copy: frames live in the mapped pool */
+    /* zero copy chosen here is for a GPU: where --backend auto found none,
+     * the CPU backend keeps the policy asked for (its default) */
+    const int cpu_default = ci.backend == FV_BACKEND_CPU && cd.memory_policy != o->memory;
+    const int zero_copy = !cpu_default && ci.memory_policy == FV_MEMORY_POLICY_ZERO_COPY;
+    if (cpu_default || zero_copy) {
+        /* again: with the policy asked for, or for zero copy (integrated
+         * GPU, --memory zero-copy or the low-latency default) with the
+         * mapped pool the frames live in */
         fv_context_destroy(ctx);
         ctx = NULL;
-        cd.mapped_pool_bytes = pin;
+        if (cpu_default) cd.memory_policy = o->memory;
+        if (zero_copy) cd.mapped_pool_bytes = pin;
         if (fv_context_create(&cd, &ctx) != FV_OK) {
             context_failed(o);
             return NULL;

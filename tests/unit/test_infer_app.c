@@ -322,6 +322,29 @@ static void infer_keep_awake(void **state) {
     free(text);
 }
 
+/* --backend auto under --low-latency: zero copy where it found a GPU; a
+ * context it put on the CPU keeps the default (device) memory, as
+ * --backend cpu does (the summary's backend and memory agree). */
+static void infer_low_latency_auto(void **state) {
+    (void)state;
+    char log[1024];
+    snprintf(log, sizeof log, "%s/infer_low_latency_auto.log", work_dir);
+    char *argv[] = {(char *)app, "--backend",       "auto",          "--frames", "5",
+                    "--input",   "test://?fps=100", "--input-width", "64",       "--input-height",
+                    "48",        "--low-latency",   "--json",        NULL};
+    int rc = run_app(argv, log);
+    char *text = slurp(log);
+    const char *sum = summary_of(text);
+    if (rc != 0 || !sum || !strstr(sum, "\"ok\":true"))
+        fail_msg("fovea-infer --backend auto --low-latency exited %d:\n%s", rc, text);
+    const int cuda = strstr(sum, "\"backend\":\"cuda\"") != NULL;
+    if (!cuda && !strstr(sum, "\"backend\":\"cpu\"")) fail_msg("no backend in:\n%s", sum);
+    const char *mem = cuda ? "\"memory\":\"zero-copy\"" : "\"memory\":\"device\"";
+    if (!strstr(sum, mem))
+        fail_msg("backend %s: the summary lacks %s:\n%s", cuda ? "cuda" : "cpu", mem, sum);
+    free(text);
+}
+
 static void infer_errors(void **state) {
     (void)state;
     char log[1024];
@@ -406,7 +429,8 @@ int main(int argc, char **argv) {
     const struct CMUnitTest classify[] = {cmocka_unit_test(infer_classify)};
     const struct CMUnitTest segment[] = {cmocka_unit_test(infer_segment)};
     const struct CMUnitTest ended[] = {cmocka_unit_test(infer_ended),
-                                       cmocka_unit_test(infer_keep_awake)};
+                                       cmocka_unit_test(infer_keep_awake),
+                                       cmocka_unit_test(infer_low_latency_auto)};
     const struct CMUnitTest errors[] = {cmocka_unit_test(infer_errors)};
     if (!strcmp(argv[1], "classify")) return cmocka_run_group_tests(classify, NULL, NULL);
     if (!strcmp(argv[1], "segment")) return cmocka_run_group_tests(segment, NULL, NULL);
