@@ -8,10 +8,8 @@
  * t_slice on as many H100 SMs as the Orin has (Ampere and Hopper SMs both
  * issue 128 FP32 lanes a clock; the slice keeps the H100's DRAM, so its time
  * is the SMs' work), scaled by the SM clocks, unless the Orin's DRAM is
- * slower still. Orin figures (NVIDIA's Jetson Orin module data sheets):
- * Orin Nano 8GB: 8 SMs, 625 MHz GPU (1020 MHz in the 2024 "super" mode), 68
- * GB/s; AGX Orin 64GB: 16 SMs, 1.3 GHz, 204.8 GB/s. Where green contexts are
- * unsupported, says why and skips (no failure).
+ * slower still (bench_orin.c: the model and the Orin figures). Where green
+ * contexts are unsupported, says why and skips (no failure).
  *
  * The slices (bench_slice_open/close) serve edge (the filter, below), net
  * (bench_net.c) and conv (bench_conv_slice.c). */
@@ -24,15 +22,6 @@
 #include "fovea/fovea.h"
 #include "fovea/fovea_cuda.h"
 #include "bench_slice.h"
-
-typedef struct orin {
-    const char *name;
-    int sms;
-    double mhz, gbps;
-} orin;
-
-static const orin orins[BENCH_ORINS] = {{"Orin Nano 8GB", 8, 625.0, 68.0},
-                                        {"AGX Orin 64GB", 16, 1300.0, 204.8}};
 
 /* The driver API through the runtime's entry points, not by linking
  * libcuda: fovea-bench then starts (and its CPU benchmarks run) on machines
@@ -222,26 +211,6 @@ void bench_slice_close(bench_slice *s) {
     if (s->stream) p_cuStreamDestroy((CUstream)s->stream);
     p_cuGreenCtxDestroy((CUgreenCtx)s->green);
     memset(s, 0, sizeof *s);
-}
-
-void bench_slice_orin_estimate(double mhz, double bytes, const int *got, const double *ms, int n,
-                               bench_orin_estimate *est) {
-    for (int k = 0; k < BENCH_ORINS; k++) {
-        const orin *o = &orins[k];
-        int at = -1;
-        for (int i = 0; i < n; i++)
-            if (got[i] == o->sms && isfinite(ms[i])) at = i;
-        const double mem = bytes / (o->gbps * 1e6);
-        const double comp = at < 0 ? NAN : ms[at] * mhz / o->mhz;
-        const double t = at < 0 ? NAN : comp > mem ? comp : mem;
-        est[k] = (bench_orin_estimate){.name = o->name,
-                                       .sms = o->sms,
-                                       .mhz = o->mhz,
-                                       .gbps = o->gbps,
-                                       .sm_ms = comp,
-                                       .dram_ms = mem,
-                                       .ms = t};
-    }
 }
 
 void bench_slice_orin(double mhz, double bytes, const int *got, const double *ms, int n,

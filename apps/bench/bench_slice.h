@@ -42,13 +42,13 @@ typedef struct bench_orin_estimate {
     double ms;      /* the larger; NAN when sm_ms is */
 } bench_orin_estimate;
 
-/* The estimate (the model in bench_slice.c) for each Orin, into est
+/* The estimate (the model in bench_orin.c) for each Orin, into est
  * (BENCH_ORINS entries), from the slices timed: got[i] SMs, ms[i] per run
  * (NAN: not timed); mhz: this GPU's SM clock; bytes: what a run must move
  * through DRAM. An Orin with no slice of its SM count gets ms NAN. */
 void bench_slice_orin_estimate(double mhz, double bytes, const int *got, const double *ms, int n,
                                bench_orin_estimate *est);
-/* Prints the estimate (the model in bench_slice.c) for each Orin from the
+/* Prints the estimate (the model in bench_orin.c) for each Orin from the
  * slices timed: got[i] SMs, ms[i] per run (NAN: not timed); mhz: this GPU's
  * SM clock; bytes: what a run must move through DRAM. est (BENCH_ORINS
  * entries) may be NULL. */
