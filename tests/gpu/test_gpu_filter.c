@@ -840,6 +840,34 @@ static void direct_replays_from_a_cuda_graph(void **state) {
 }
 #endif
 
+#ifdef FV_TEST_CUDA_KERNELS
+fv_status fv__cuda_filter_strip_sqrt_mismatches(unsigned lo, unsigned hi,
+                                                unsigned long long *mismatches);
+
+static unsigned float_bits(float x) {
+    unsigned u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+/* The strip kernel's square root of gradient sums (no branch for
+ * arguments outside the normal range) gives sqrtf's bits for 0 and every
+ * float from 2^-16 to 2^34, the sums its gradient pairs can make. */
+static void direct_sqrt_matches_sqrtf_on_every_gradient_sum(void **state) {
+    unsigned long long bad = 1;
+    FV_ASSERT_OK(fv__cuda_filter_strip_sqrt_mismatches(0, 1, &bad));
+    assert_int_equal(bad, 0);
+    bad = 1;
+    FV_ASSERT_OK(fv__cuda_filter_strip_sqrt_mismatches(float_bits(ldexpf(1.0f, -16)),
+                                                       float_bits(ldexpf(1.0f, 34)), &bad));
+    assert_int_equal(bad, 0);
+    /* the check can fail: below 2^-101 the sequence leaves its range */
+    bad = 0;
+    FV_ASSERT_OK(fv__cuda_filter_strip_sqrt_mismatches(1, 1000, &bad));
+    assert_true(bad > 0);
+}
+#endif
+
 int main(void) {
     g_gpu = fv_test_gpu_context_or_skip();
     /* the FP32 reference at 1920x1080: F32 tensors of up to 6 channels */
@@ -864,6 +892,9 @@ int main(void) {
 #ifdef HAVE_CUDART
         cmocka_unit_test(fused_replays_from_a_cuda_graph),
         cmocka_unit_test(direct_replays_from_a_cuda_graph),
+#endif
+#ifdef FV_TEST_CUDA_KERNELS
+        cmocka_unit_test(direct_sqrt_matches_sqrtf_on_every_gradient_sum),
 #endif
     };
     /* FV_TEST_FILTER (e.g. "direct_*"): only the tests it matches */

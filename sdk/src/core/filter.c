@@ -292,9 +292,33 @@ static fv_status time_engine(fv_filter *f, fv_filter_engine e, const fv_image *i
 
 static size_t bytes_per_pixel(fv_pixel_format f);
 
+/* Rows of pseudo-random bytes repeated down choose_auto's scratch input
+ * (a prime: no period shared with a kernel's tiles). */
+enum { SCRATCH_ROWS = 61 };
+
+/* Fills rows x row_bytes at dst (DEVICE pool) with pseudo-random bytes,
+ * SCRATCH_ROWS rows from host at a time (host: that many rows, filled
+ * here). Asynchronous: the caller synchronizes before freeing host. */
+static fv_status fill_scratch(fv_context *ctx, unsigned char *dst, size_t row_bytes, int rows,
+                              unsigned char *host) {
+    const int n = rows < SCRATCH_ROWS ? rows : SCRATCH_ROWS;
+    uint32_t x = 0x9E3779B9u;
+    for (size_t i = 0; i < row_bytes * (size_t)n; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5; /* xorshift32 */
+        host[i] = (unsigned char)(x >> 24);
+    }
+    for (int r = 0; r < rows; r += n)
+        FV_TRY(ctx->be->copy2d(ctx, dst + row_bytes * (size_t)r, row_bytes, host, row_bytes,
+                               row_bytes, (size_t)(rows - r < n ? rows - r : n)));
+    return FV_OK;
+}
+
 /* AUTO between FUSED (planned: f->w) and DIRECT: times both on a scratch
- * frame of the DEVICE pool, keeps the faster. Without room for the frame:
- * DIRECT up to 3x3 (a stencil with almost no math), FUSED above. */
+ * frame of the DEVICE pool, keeps the faster. The frame holds random
+ * bytes, not zeros: on zeros every pixel of a gradient magnitude took
+ * sqrtf's path for arguments outside the normal range (a call), which
+ * frames seldom take. Without room for the frame: DIRECT up to 3x3 (a
+ * stencil with almost no math), FUSED above. */
 static fv_status choose_auto(fv_filter *f) {
     fv_context *ctx = f->ctx;
     const fv__backend *be = ctx->be;
@@ -310,19 +334,19 @@ static fv_status choose_auto(fv_filter *f) {
     fv_tensor *ti = NULL, *to = NULL;
     void *ev[2] = {NULL, NULL};
     fv_tensor_desc td = {.dtype = FV_DTYPE_U8, .h = in_rows, .w = (int)in.stride, .c = 1};
-    fv_status st = fv_tensor_create(ctx, &td, &ti);
+    unsigned char *host = malloc(in.stride * (size_t)SCRATCH_ROWS);
+    fv_status st = host ? fv_tensor_create(ctx, &td, &ti) : FV_ERR_OUT_OF_MEMORY;
     td.h = d->height, td.w = (int)out.stride;
     if (st == FV_OK) st = fv_tensor_create(ctx, &td, &to);
     if (st == FV_ERR_OUT_OF_MEMORY) {
         fv__log(ctx, FV_LOG_INFO,
-                "filter: no room in the DEVICE pool to time the engines; AUTO takes %s",
+                "filter: no room (DEVICE pool or host) to time the engines; AUTO takes %s",
                 f->r * f->s <= 9 ? "DIRECT" : "FUSED");
         f->engine = f->r * f->s <= 9 ? FV_FILTER_ENGINE_DIRECT : FV_FILTER_ENGINE_FUSED;
         st = FV_OK;
         goto done;
     }
-    if (st == FV_OK)
-        st = be->mem_zero(ctx, FV_POOL_DEVICE, fv_tensor_data(ti), in.stride * (size_t)in_rows);
+    if (st == FV_OK) st = fill_scratch(ctx, fv_tensor_data(ti), in.stride, in_rows, host);
     if (st == FV_OK)
         st = be->mem_zero(ctx, FV_POOL_DEVICE, fv_tensor_data(to), out.stride * (size_t)d->height);
     if (st == FV_OK) st = be->event_create(ctx, &ev[0]);
@@ -344,8 +368,12 @@ static fv_status choose_auto(fv_filter *f) {
     }
 done:
     for (int i = 0; i < 2; i++)
-        if (ev[i]) be->event_destroy(ctx, ev[i]);            /* waits for the event */
-    if (st == FV_OK && ti) st = fv_context_synchronize(ctx); /* the scratch is freed next */
+        if (ev[i]) be->event_destroy(ctx, ev[i]); /* waits for the event */
+    if (ti) {                                     /* the scratch and host are freed next */
+        const fv_status sync = fv_context_synchronize(ctx);
+        if (st == FV_OK) st = sync;
+    }
+    free(host);
     fv_tensor_destroy(to);
     fv_tensor_destroy(ti);
     if (st == FV_OK && f->engine == FV_FILTER_ENGINE_DIRECT) {

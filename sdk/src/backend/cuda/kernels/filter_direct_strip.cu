@@ -58,13 +58,13 @@
 #include "filter_strip_pixels.cuh"
 
 namespace {
-const int T = 128;             /* threads per block */
-const int R = 3;               /* input rows per stage: the 3-row window's period, so the
-                                  unrolled stage needs no register moves */
-const int NST = 4;             /* stages: (NST - 1) * R rows in flight */
-const int MAX_DEVICES = 64;    /* devices whose launch set-up is kept (launch) */
-const int MIN_STRIP = 4;       /* output rows per block at least (halo rows: 2 per strip) */
-const int OBUF_WORDS = 6 * 32; /* a warp's output bytes of one row, RGB: 32 x 24 at most */
+const int T = 128;              /* threads per block */
+const int R = 3;                /* input rows per stage: the 3-row window's period, so the
+                                   unrolled stage needs no register moves */
+const int SMEM_ROOM = 28 << 10; /* a block's ring at most (see layout::NST) */
+const int MAX_DEVICES = 64;     /* devices whose launch set-up is kept (launch) */
+const int MIN_STRIP = 4;        /* output rows per block at least (halo rows: 2 per strip) */
+const int OBUF_WORDS = 6 * 32;  /* a warp's output bytes of one row, RGB: 32 x 24 at most */
 
 struct strip_params {
     int width, height, strip;
@@ -99,6 +99,11 @@ template <int BPP, int F, int P> struct layout {
     static const int ROW = F == F_NV12 ? 2 * SUB : SUB;
     static const int NB = (N + 2 * LEAD) * BPP; /* bytes a thread reads per sub-row */
     static const int NW = (NB + 3) / 4;         /* their words */
+    /* stages in the ring ((NST - 1) * R rows in flight): 4, or fewer to
+     * fit SMEM_ROOM, which leaves shared memory for 7 blocks an SM. RGB24
+     * and RGBA32 to one edge channel (rows of 3 and 4 KB) took 40 and 53
+     * KB in 4 stages: 5 and 4 blocks an SM */
+    static const int NST = 4 * R * ROW <= SMEM_ROOM ? 4 : 3 * R * ROW <= SMEM_ROOM ? 3 : 2;
     static const size_t SMEM = (size_t)NST * R * ROW;
 };
 } // namespace
@@ -149,7 +154,7 @@ template <int BPP, int F, int P, bool ROLL>
 static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigned char *sm, int g,
                                                   int ys, int n_in, int bx0) {
     typedef layout<BPP, F, P> L;
-    unsigned char *stage = sm + (g % NST) * R * L::ROW;
+    unsigned char *stage = sm + (g % L::NST) * R * L::ROW;
 #pragma unroll(ROLL ? 1 : R)
     for (int r = 0; r < R; r++) {
         const int i = g * R + r, gy = ys - 1 + i;
@@ -173,6 +178,34 @@ static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigne
 static __device__ __forceinline__ unsigned unpack_byte(float x) {
     const float c = fminf(fmaxf(__fadd_rn(x, 0.5f), 0.0f), 255.0f);
     return __float_as_uint(__fadd_rz(c, 8388608.0f)) & 0xFFu;
+}
+
+/* sqrtf(s) for s = 0 or 2^-16 <= s < 2^34, the sums of squares of
+ * FORM_SEP's gradients (integer weights on values on the 2^-8 grid, bounded
+ * by form_of), without sqrtf's branch and call for arguments outside the
+ * normal range: the compiler's correctly rounded sequence for that range
+ * (rsqrt.approx, then one Newton correction, as in its sm_90 code), and 0
+ * for 0. Bit-identical to sqrtf over the whole range: test_gpu_filter
+ * checks every float in it (fv__cuda_filter_strip_sqrt_mismatches). */
+static __device__ __forceinline__ float sqrt_sep(float s) {
+    float r, y, h;
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(s));
+    asm("mul.ftz.f32 %0, %1, %2;" : "=f"(y) : "f"(s), "f"(r));
+    asm("mul.ftz.f32 %0, %1, 0f3F000000;" : "=f"(h) : "f"(r));
+    const float e = __fmaf_rn(-y, y, s);
+    const float m = __fmaf_rn(e, h, y);
+    return s > 0.0f ? m : 0.0f;
+}
+
+/* fv__edge_value, with sqrt_sep for FORM_SEP's pairs. */
+template <int FORM, int G>
+static __device__ __forceinline__ float edge_value(float g0, float g1, float scale,
+                                                   float threshold) {
+    if (FORM != FORM_SEP || G != 2) return fv__edge_value(g0, g1, G == 2, scale, threshold);
+    const float m = sqrt_sep(fv__add(fv__mul(g0, g0), fv__mul(g1, g1)));
+    float b = fv__mul(m, scale);
+    if (threshold > 0.0f) b = b >= threshold ? 255.0f : 0.0f;
+    return b;
 }
 
 /* Stores NB bytes (words w) at p with the widest stores p's alignment
@@ -279,7 +312,6 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
          const float (&w2)[P][geo<P>::N + 2], const unsigned *dc, const unsigned *dcuv,
          unsigned *obuf) {
     const int N = geo<P>::N;
-    const int pairs = G == 2;
     float e[N][P]; /* edge values */
 #pragma unroll
     for (int c = 0; c < P; c++) {
@@ -287,7 +319,7 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
         plane_sums<FORM, G, N>(k, w0[c], w1[c], w2[c], acc);
 #pragma unroll
         for (int j = 0; j < N; j++)
-            e[j][c] = fv__edge_value(acc[j][0], acc[j][G - 1], pairs, k.gain, k.threshold);
+            e[j][c] = edge_value<FORM, G>(acc[j][0], acc[j][G - 1], k.gain, k.threshold);
     }
     /* bytes b[j][0..2] in the output's R, G, B order (GRAY8: b[j][0]) */
     unsigned b[N][3];
@@ -490,8 +522,8 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
     const int ye = min(ys + p.strip, p.height);
     const int n_in = ye - ys + 2; /* input rows ys - 1 .. ye */
     const int groups = (n_in + R - 1) / R;
-#pragma unroll(ROLL ? 1 : NST - 1)
-    for (int g = 0; g < NST - 1; g++)
+#pragma unroll(ROLL ? 1 : L::NST - 1)
+    for (int g = 0; g < L::NST - 1; g++)
         stage_rows<BPP, F, P, ROLL>(p, sm, g, ys, n_in, bx0);
 
     consts<G> k;
@@ -542,11 +574,11 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
         for (int i = 0; i < n_in; i++) {
             const int g = i / R, r = i - g * R;
             if (r == 0) {
-                fv_k::copy_wait<NST - 2>(); /* stage g has landed (this thread's copies) */
-                __syncthreads();            /* everyone's; and stage g - 1 is free */
-                stage_rows<BPP, F, P, ROLL>(p, sm, g + NST - 1, ys, n_in, bx0);
+                fv_k::copy_wait<L::NST - 2>(); /* stage g has landed (this thread's copies) */
+                __syncthreads();               /* everyone's; and stage g - 1 is free */
+                stage_rows<BPP, F, P, ROLL>(p, sm, g + L::NST - 1, ys, n_in, bx0);
             }
-            const unsigned char *stage = sm + (g % NST) * R * L::ROW;
+            const unsigned char *stage = sm + (g % L::NST) * R * L::ROW;
             step<BPP, P, G, F, FORM>(p, k, stage, r, i, ys, bx0, x0, inside, all_inside, active,
                                      obuf, wa, wb, wc, db, dc, ub, uc);
 #pragma unroll
@@ -561,10 +593,10 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
     } else {
         /* oldest first before each group: A, B, C */
         for (int g = 0; g < groups; g++) {
-            fv_k::copy_wait<NST - 2>(); /* stage g has landed (this thread's copies) */
-            __syncthreads();            /* everyone's; and stage g - 1 is free */
-            stage_rows<BPP, F, P, ROLL>(p, sm, g + NST - 1, ys, n_in, bx0);
-            const unsigned char *stage = sm + (g % NST) * R * L::ROW;
+            fv_k::copy_wait<L::NST - 2>(); /* stage g has landed (this thread's copies) */
+            __syncthreads();               /* everyone's; and stage g - 1 is free */
+            stage_rows<BPP, F, P, ROLL>(p, sm, g + L::NST - 1, ys, n_in, bx0);
+            const unsigned char *stage = sm + (g % L::NST) * R * L::ROW;
             /* each input row takes the oldest row's registers: the roles turn
              * with the rows, and after R = 3 rows they are A, B, C again (no
              * register moves) */
@@ -724,4 +756,31 @@ extern "C" fv_status fv__cuda_filter_strip_launch(cudaStream_t s, const fv__cuda
     default:
         return launch_format<3, F_BYTES>(s, p, planes, form, a->pairs);
     }
+}
+
+/* The sqrt_sep check: one thread per float. */
+static __global__ void sqrt_check_kernel(unsigned lo, unsigned n, unsigned long long *bad) {
+    unsigned long long mine = 0;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const float s = __uint_as_float(lo + i);
+        mine += __float_as_uint(sqrt_sep(s)) != __float_as_uint(sqrtf(s));
+    }
+    if (mine) atomicAdd(bad, mine);
+}
+
+extern "C" fv_status fv__cuda_filter_strip_sqrt_mismatches(unsigned lo, unsigned hi,
+                                                           unsigned long long *mismatches) {
+    FV_REQUIRE(mismatches && lo <= hi, FV_ERR_BAD_PARAM,
+               "sqrt check: mismatches NULL or the range [%u, %u) empty", lo, hi);
+    unsigned long long *d = NULL;
+    FV_CUDA_TRY(cudaMalloc(&d, sizeof *d));
+    cudaError_t e = cudaMemset(d, 0, sizeof *d);
+    if (e == cudaSuccess && hi > lo) {
+        sqrt_check_kernel<<<1024, 256>>>(lo, hi - lo, d);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaMemcpy(mismatches, d, sizeof *d, cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    FV_CUDA_TRY(e);
+    return FV_OK;
 }

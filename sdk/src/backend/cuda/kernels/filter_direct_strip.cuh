@@ -22,6 +22,12 @@ int fv__cuda_filter_strip_fits(const fv__cuda_direct_args *a);
 fv_status fv__cuda_filter_strip_launch(cudaStream_t stream, const fv__cuda_direct_args *a,
                                        const float w[18]);
 
+/* Self-check for tests: *mismatches = how many floats with bits in
+ * [lo, hi) the kernel's square root of gradient sums gives other bits for
+ * than sqrtf (synchronous, default stream). */
+fv_status fv__cuda_filter_strip_sqrt_mismatches(unsigned lo, unsigned hi,
+                                                unsigned long long *mismatches);
+
 #ifdef __cplusplus
 }
 #endif
