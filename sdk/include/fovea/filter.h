@@ -134,10 +134,12 @@ typedef struct fv_filter_desc {
  * (fv_conv2d_bind). FUSED: uploads the FP16 weight matrix (one small
  * tensor of the DEVICE pool) and synchronizes once; nothing else. DIRECT:
  * nothing on the device (the weights travel with each launch). AUTO, where
- * DIRECT is a candidate: also times both kernels on a scratch frame carved
- * from the DEVICE pool and freed before the call returns (output GRAY8 for
- * one edge-step channel, else RGB24; a few ms at 4K); where the pool has no
- * room for it, DIRECT is taken for kernels up to 3x3, FUSED for larger.
+ * DIRECT is a candidate: also times both kernels on a scratch frame of
+ * pseudo-random bytes carved from the DEVICE pool and freed before the call
+ * returns (output GRAY8 for one edge-step channel, else RGB24; a few ms at
+ * 4K; 61 rows of host memory, malloc'd and freed); where the pool or the
+ * host has no room for it, DIRECT is taken for kernels up to 3x3, FUSED
+ * for larger.
  * Not while the context's stream is being captured.
  *   ctx, desc, out: required. *out is NULL on failure.
  * Returns FV_ERR_BAD_PARAM (the message names the field and its value;
