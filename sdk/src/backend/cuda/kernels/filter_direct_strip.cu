@@ -202,10 +202,8 @@ template <int FORM, int G>
 static __device__ __forceinline__ float edge_value(float g0, float g1, float scale,
                                                    float threshold) {
     if (FORM != FORM_SEP || G != 2) return fv__edge_value(g0, g1, G == 2, scale, threshold);
-    const float m = sqrt_sep(fv__add(fv__mul(g0, g0), fv__mul(g1, g1)));
-    float b = fv__mul(m, scale);
-    if (threshold > 0.0f) b = b >= threshold ? 255.0f : 0.0f;
-    return b;
+    return fv__edge_of_magnitude(sqrt_sep(fv__add(fv__mul(g0, g0), fv__mul(g1, g1))), scale,
+                                 threshold);
 }
 
 /* Stores NB bytes (words w) at p with the widest stores p's alignment
