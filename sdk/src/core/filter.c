@@ -369,9 +369,15 @@ static fv_status choose_auto(fv_filter *f) {
 done:
     for (int i = 0; i < 2; i++)
         if (ev[i]) be->event_destroy(ctx, ev[i]); /* waits for the event */
-    if (ti) {                                     /* the scratch and host are freed next */
-        const fv_status sync = fv_context_synchronize(ctx);
-        if (st == FV_OK) st = sync;
+    if (ti && st == FV_OK) {
+        st = fv_context_synchronize(ctx); /* the scratch and host are freed next */
+    } else if (ti) {
+        /* after a failure too (the copies from host may be in flight),
+         * keeping the failure's message */
+        char saved[1024];
+        snprintf(saved, sizeof saved, "%s", fv_last_error());
+        (void)fv_context_synchronize(ctx);
+        fv__error(st, "%s", saved);
     }
     free(host);
     fv_tensor_destroy(to);
