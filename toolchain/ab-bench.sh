@@ -33,6 +33,7 @@ case $rounds in '' | *[!0-9]* | 0)
   exit 2
   ;;
 esac
+out=$(realpath -m "$out") # relative to the caller's folder, before the cd below
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 ab=${FV_AB_DIR:-.ab}
