@@ -843,6 +843,8 @@ static void direct_replays_from_a_cuda_graph(void **state) {
 #ifdef FV_TEST_CUDA_KERNELS
 fv_status fv__cuda_filter_strip_sqrt_mismatches(unsigned lo, unsigned hi,
                                                 unsigned long long *mismatches);
+fv_status fv__cuda_filter_strip_unpack_mismatches(unsigned lo, unsigned hi,
+                                                  unsigned long long *mismatches);
 
 static unsigned float_bits(float x) {
     unsigned u;
@@ -865,6 +867,19 @@ static void direct_sqrt_matches_sqrtf_on_every_gradient_sum(void **state) {
     bad = 0;
     FV_ASSERT_OK(fv__cuda_filter_strip_sqrt_mismatches(1, 1000, &bad));
     assert_true(bad > 0);
+}
+
+/* The strip kernel's output byte (both forms: one conversion instruction,
+ * or five without one) is fv__unpack_byte(x, 1, 0) for every float: both signs, zeros,
+ * subnormals, halves, the clamps at 0 and 255, infinities and NaNs (all
+ * bit patterns but 0xFFFFFFFF, a NaN like 0xFFFFFFFE before it). */
+static void direct_unpack_matches_the_reference_on_every_float(void **state) {
+    unsigned long long bad = 1;
+    FV_ASSERT_OK(fv__cuda_filter_strip_unpack_mismatches(0, 0x80000000u, &bad));
+    assert_int_equal(bad, 0);
+    bad = 1;
+    FV_ASSERT_OK(fv__cuda_filter_strip_unpack_mismatches(0x80000000u, 0xFFFFFFFFu, &bad));
+    assert_int_equal(bad, 0);
 }
 #endif
 
@@ -895,6 +910,7 @@ int main(void) {
 #endif
 #ifdef FV_TEST_CUDA_KERNELS
         cmocka_unit_test(direct_sqrt_matches_sqrtf_on_every_gradient_sum),
+        cmocka_unit_test(direct_unpack_matches_the_reference_on_every_float),
 #endif
     };
     /* FV_TEST_FILTER (e.g. "direct_*"): only the tests it matches */

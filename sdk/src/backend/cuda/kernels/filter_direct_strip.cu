@@ -45,8 +45,8 @@
  * instead of 9 and 18, taken only where every sum is exact), and the
  * edge step is edge_math.h's sequence; where core/filter.c proves every
  * partial sum exact (direct_exact) the bytes are FUSED's, as for the tiled
- * kernel (see filter_direct.cu). Unpack is fv__unpack_byte's rule computed
- * without a conversion instruction (see unpack_byte). */
+ * kernel (see filter_direct.cu). Unpack is fv__unpack_byte's rule, in one
+ * conversion instruction or in five without one (see unpack_byte). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -168,14 +168,26 @@ static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigne
     fv_k::copy_commit();
 }
 
-/* fv__unpack_byte(x, 1, 0) in the low byte (higher bits: not zero).
- * fv__unpack_byte takes t = floor((x * 1 + 0) + 0.5): x * 1 = x, and
- * x + 0 differs from x only for x = -0, where + 0.5 gives 0.5 either way,
- * so s = x + 0.5 is its sum. Clamping s to [0, 255] (fmaxf(NaN, 0) = 0)
- * before the floor gives its clamp of t and its 0 for NaN; the floor of
- * c in [0, 255] is the low byte of c + 2^23 rounded toward zero (floats
- * from 2^23 to 2^24 are the integers). No conversion instruction. */
-static __device__ __forceinline__ unsigned unpack_byte(float x) {
+/* fv__unpack_byte(x, 1, 0), the output byte of edge value x, in the low
+ * byte of a word whose other bits are zero. fv__unpack_byte takes t =
+ * floor((x * 1 + 0) + 0.5), 0 for t <= 0 or NaN, 255 for t >= 255: x * 1
+ * = x, and x + 0 differs from x only for x = -0, where + 0.5 gives 0.5
+ * either way, so s = x + 0.5 is its sum. Two forms, the same bytes
+ * (test_gpu_filter compares both with fv__unpack_byte on every float,
+ * fv__cuda_filter_strip_unpack_mismatches):
+ *   CVT: cvt.rmi.sat.u8 is the floor, the clamp and 0 for NaN in one
+ *        conversion instruction;
+ *   else: no conversion instruction: s clamped to [0, 255] (fmaxf(NaN, 0)
+ *        = 0) before the floor, and the floor of c in [0, 255] is the low
+ *        byte of c + 2^23 rounded toward zero (floats from 2^23 to 2^24
+ *        are the integers): five instructions.
+ * The kernels take CVT but for GRAY8 input (see emit_row). */
+template <bool CVT> static __device__ __forceinline__ unsigned unpack_byte(float x) {
+    if (CVT) {
+        unsigned b;
+        asm("cvt.rmi.sat.u8.f32 %0, %1;" : "=r"(b) : "f"(__fadd_rn(x, 0.5f)));
+        return b;
+    }
     const float c = fminf(fmaxf(__fadd_rn(x, 0.5f), 0.0f), 255.0f);
     return __float_as_uint(__fadd_rz(c, 8388608.0f)) & 0xFFu;
 }
@@ -319,13 +331,18 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
         for (int j = 0; j < N; j++)
             e[j][c] = edge_value<FORM, G>(acc[j][0], acc[j][G - 1], k.gain, k.threshold);
     }
+    /* the unpack form (unpack_byte), by measurement (H100, docs/bench/RESULTS.md):
+     * the conversion instruction made the unrolled GRAY8 kernels take 89-94
+     * registers instead of 80 (5 blocks an SM, not 6) and 4-6% slower at 4K;
+     * elsewhere it is 1-8% faster */
+    const bool CVT = !(BPP == 1 && F == F_BYTES);
     /* bytes b[j][0..2] in the output's R, G, B order (GRAY8: b[j][0]) */
     unsigned b[N][3];
     if (P == 1 && !p.overlay) {
         /* one edge value a pixel, in every channel */
 #pragma unroll
         for (int j = 0; j < N; j++)
-            b[j][0] = b[j][1] = b[j][2] = unpack_byte(e[j][0]);
+            b[j][0] = b[j][1] = b[j][2] = unpack_byte<CVT>(e[j][0]);
     } else {
 #pragma unroll
         for (int j = 0; j < N; j++) {
@@ -350,13 +367,13 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
             }
             if (p.out_c < 3) o[1] = o[2] = o[0];
             if (p.out_format == FV_PIXEL_GRAY8) {
-                b[j][0] = unpack_byte(p.out_c >= 3 ? fv__mean3(o[0], o[1], o[2]) : o[0]);
+                b[j][0] = unpack_byte<CVT>(p.out_c >= 3 ? fv__mean3(o[0], o[1], o[2]) : o[0]);
                 b[j][1] = b[j][2] = b[j][0];
             } else {
                 const int rev = p.out_format == FV_PIXEL_BGR24;
-                b[j][0] = unpack_byte(rev ? o[2] : o[0]);
-                b[j][1] = unpack_byte(o[1]);
-                b[j][2] = unpack_byte(rev ? o[0] : o[2]);
+                b[j][0] = unpack_byte<CVT>(rev ? o[2] : o[0]);
+                b[j][1] = unpack_byte<CVT>(o[1]);
+                b[j][2] = unpack_byte<CVT>(rev ? o[0] : o[2]);
             }
         }
     }
@@ -756,7 +773,7 @@ extern "C" fv_status fv__cuda_filter_strip_launch(cudaStream_t s, const fv__cuda
     }
 }
 
-/* The sqrt_sep check: one thread per float. */
+/* The sqrt_sep and unpack_byte checks: one thread per float. */
 static __global__ void sqrt_check_kernel(unsigned lo, unsigned n, unsigned long long *bad) {
     unsigned long long mine = 0;
     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -765,20 +782,44 @@ static __global__ void sqrt_check_kernel(unsigned lo, unsigned n, unsigned long 
     }
     if (mine) atomicAdd(bad, mine);
 }
+static __global__ void unpack_check_kernel(unsigned lo, unsigned n, unsigned long long *bad) {
+    unsigned long long mine = 0;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const float x = __uint_as_float(lo + i);
+        const unsigned want = fv__unpack_byte(x, 1.0f, 0.0f);
+        mine += (unpack_byte<true>(x) != want) + (unpack_byte<false>(x) != want);
+    }
+    if (mine) atomicAdd(bad, mine);
+}
 
-extern "C" fv_status fv__cuda_filter_strip_sqrt_mismatches(unsigned lo, unsigned hi,
-                                                           unsigned long long *mismatches) {
+/* Counts the floats with bits in [lo, hi) where check (0: sqrt_sep, 1:
+ * either form of unpack_byte, each counted) differs from its reference. */
+static fv_status count_mismatches(int check, unsigned lo, unsigned hi,
+                                  unsigned long long *mismatches) {
     FV_REQUIRE(mismatches && lo <= hi, FV_ERR_BAD_PARAM,
-               "sqrt check: mismatches NULL or the range [%u, %u) empty", lo, hi);
+               "strip kernel check: mismatches NULL or the range [%u, %u) empty", lo, hi);
     unsigned long long *d = NULL;
     FV_CUDA_TRY(cudaMalloc(&d, sizeof *d));
     cudaError_t e = cudaMemset(d, 0, sizeof *d);
     if (e == cudaSuccess && hi > lo) {
-        sqrt_check_kernel<<<1024, 256>>>(lo, hi - lo, d);
+        if (check == 0)
+            sqrt_check_kernel<<<1024, 256>>>(lo, hi - lo, d);
+        else
+            unpack_check_kernel<<<1024, 256>>>(lo, hi - lo, d);
         e = cudaGetLastError();
     }
     if (e == cudaSuccess) e = cudaMemcpy(mismatches, d, sizeof *d, cudaMemcpyDeviceToHost);
     cudaFree(d);
     FV_CUDA_TRY(e);
     return FV_OK;
+}
+
+extern "C" fv_status fv__cuda_filter_strip_sqrt_mismatches(unsigned lo, unsigned hi,
+                                                           unsigned long long *mismatches) {
+    return count_mismatches(0, lo, hi, mismatches);
+}
+
+extern "C" fv_status fv__cuda_filter_strip_unpack_mismatches(unsigned lo, unsigned hi,
+                                                             unsigned long long *mismatches) {
+    return count_mismatches(1, lo, hi, mismatches);
 }
