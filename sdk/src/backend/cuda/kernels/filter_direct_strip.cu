@@ -336,6 +336,22 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
      * registers instead of 80 (5 blocks an SM, not 6) and 4-6% slower at 4K;
      * elsewhere it is 1-8% faster */
     const bool CVT = !(BPP == 1 && F == F_BYTES);
+    /* GRAY8 out of the unrolled one-plane kernels (GRAY8, YUYV and UYVY
+     * input) on its own: the bytes packed as they come (below, the three
+     * channels' copies of each byte took 2 N moves a row): 0.89-0.95x the
+     * time (H100, docs/bench/RESULTS.md). Not in the rolled kernels: there
+     * ptxas then gave 96 registers instead of 80. */
+    const bool gray_path = P == 1 && (F == F_YUYV || F == F_UYVY || (F == F_BYTES && BPP == 1));
+    if (gray_path && !p.overlay && p.out_format == FV_PIXEL_GRAY8 && x0 + N <= p.width) {
+        unsigned w[N / 4];
+#pragma unroll
+        for (int i = 0; i < N / 4; i++)
+            w[i] = unpack_byte<CVT>(e[4 * i][0]) | unpack_byte<CVT>(e[4 * i + 1][0]) << 8 |
+                   unpack_byte<CVT>(e[4 * i + 2][0]) << 16 |
+                   unpack_byte<CVT>(e[4 * i + 3][0]) << 24;
+        store_words<N>(p.out + (size_t)y * p.out_stride + x0, w);
+        return;
+    }
     /* bytes b[j][0..2] in the output's R, G, B order (GRAY8: b[j][0]) */
     unsigned b[N][3];
     if (P == 1 && !p.overlay) {
