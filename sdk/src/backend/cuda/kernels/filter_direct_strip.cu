@@ -339,10 +339,12 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
     /* GRAY8 out of the unrolled one-plane kernels (GRAY8, YUYV and UYVY
      * input) on its own: the bytes packed as they come (below, the three
      * channels' copies of each byte took 2 N moves a row): 0.89-0.95x the
-     * time (H100, docs/bench/RESULTS.md). Not measured yet in the rolled
-     * kernels, where it kept the built-in forms' registers but gave three
-     * FORM_TAPS instances 96 instead of 80 (ptxas, sm_90). */
-    const bool gray_path = P == 1 && (F == F_YUYV || F == F_UYVY || (F == F_BYTES && BPP == 1));
+     * time (H100, docs/bench/RESULTS.md). The rolled kernels (RGB24,
+     * RGBA32, NV12 input) take it for the built-in forms only, 0.93-0.98x
+     * (H200); it gave three FORM_TAPS instances 96 registers instead of 80
+     * (ptxas, sm_90). Other outputs' stores this way were slower. */
+    const bool gray_path =
+        P == 1 && (FORM != FORM_TAPS || F == F_YUYV || F == F_UYVY || (F == F_BYTES && BPP == 1));
     if (gray_path && !p.overlay && p.out_format == FV_PIXEL_GRAY8 && x0 + N <= p.width) {
         unsigned w[N / 4];
 #pragma unroll
