@@ -5,6 +5,7 @@
 #include "act8.cuh"
 #include "cp_async.cuh"
 #include "../cuda_check.h"
+#include "../fast_div.h"
 #include "../../activation.h"
 
 using namespace nvcuda;
@@ -803,6 +804,28 @@ __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
     tile_of<CM, NF, PAIR, RT, TWO>::run(a, sx, nullptr, sw, stage, sbias, n, oy0, ox0);
 }
 
+/* Tile t of a persistent launch as (image, first output row, first
+ * column): FAST by the launch's dividers (fast_div.h), else by division. */
+template <bool FAST> struct tile_split {
+    int tiles_x, tiles_y, rows;
+    __device__ __forceinline__ tile_split(int tx, int ty, int r)
+        : tiles_x(tx), tiles_y(ty), rows(r) {}
+    __device__ __forceinline__ int3 at(int t) const {
+        const int tx = t % tiles_x, rest = t / tiles_x;
+        return make_int3(rest / tiles_y, (rest % tiles_y) * rows, tx * 32);
+    }
+};
+template <> struct tile_split<true> {
+    fv__divider dx, dy;
+    int rows;
+    __device__ __forceinline__ tile_split(int tx, int ty, int r)
+        : dx(fv__divider_dev(tx)), dy(fv__divider_dev(ty)), rows(r) {}
+    __device__ __forceinline__ int3 at(int t) const {
+        const int band = fv__div(dx, t), n = fv__div(dy, band);
+        return make_int3(n, (band - n * dy.d) * rows, (t - band * dx.d) * 32);
+    }
+};
+
 /* Persistent blocks (as many as fit at once): each loads the weights once,
  * then walks tiles (th output rows x 32 columns) gridDim.x apart, loading
  * the next tile's window (asynchronously on SM 8.0+) while it computes this
@@ -821,28 +844,38 @@ __global__ void __launch_bounds__(TWO || PC ? 256 : 512) direct_kernel_persisten
     float *sbias = stage + stage_floats(nwarps, TWO || PC || wide_pixels<CM, PAIR>::on);
     __half *win0 = reinterpret_cast<__half *>(sbias + bias_floats(NF * 8)),
            *win1 = win0 + a.win_halves, *packed = win1 + a.win_halves;
+    /* tile t: image, first output row, first column. In the two-rows-a-warp
+     * kernels of K 8 (window pixels) the divisions by the band counts go as
+     * multiply-high and shift (fast_div.h; dividers made once a block):
+     * 0.94x the time of 1920x1080x8->8 3x3, 0.92x of 2048x2048x8->8 (H200,
+     * docs/bench/RESULTS.md). The others keep the divisions: there the
+     * dividers' registers cost blocks an SM (80 -> 94 registers for K 16
+     * at 3x3), and a change of their code or of direct_args took several
+     * from 128 registers to 146-164 (ptxas, sm_90). */
+    constexpr bool FAST = TWO && PC == 0 && NF == 1;
     const int tiles_x = (a.q + 31) / 32, tiles_y = (a.p + rows - 1) / rows;
     const int total = tiles_x * tiles_y * a.n;
+    const tile_split<FAST> split(tiles_x, tiles_y, rows);
     load_weights<NF>(a, sw, sbias);
     int t = blockIdx.x;
     if (t < total) {
-        const int tx = t % tiles_x, rest = t / tiles_x;
-        load_window<CM, PAIR>(a, win0, rest / tiles_y, (rest % tiles_y) * rows, tx * 32, true);
+        const int3 at = split.at(t);
+        load_window<CM, PAIR>(a, win0, at.x, at.y, at.z, true);
     }
     copy_commit();
     for (int i = 0; t < total; t += gridDim.x, i++) {
         __half *cur = (i & 1) ? win1 : win0, *next = (i & 1) ? win0 : win1;
         const int tn = t + gridDim.x;
         if (tn < total) {
-            const int tx = tn % tiles_x, rest = tn / tiles_x;
-            load_window<CM, PAIR>(a, next, rest / tiles_y, (rest % tiles_y) * rows, tx * 32, true);
+            const int3 at = split.at(tn);
+            load_window<CM, PAIR>(a, next, at.x, at.y, at.z, true);
         }
         copy_commit();
         fv_k::copy_wait<1>(); /* this tile's window has landed */
         __syncthreads();
-        const int tx = t % tiles_x, rest = t / tiles_x;
-        tile_of<CM, NF, PAIR, RT, TWO, PC, SW>::run(
-            a, cur, packed, sw, stage, sbias, rest / tiles_y, (rest % tiles_y) * rows, tx * 32);
+        const int3 at = split.at(t);
+        tile_of<CM, NF, PAIR, RT, TWO, PC, SW>::run(a, cur, packed, sw, stage, sbias, at.x, at.y,
+                                                    at.z);
         __syncthreads(); /* everyone is done with cur before it is refilled */
     }
     fv_k::copy_wait<0>(); /* a block without a tile: its weights' copies */
