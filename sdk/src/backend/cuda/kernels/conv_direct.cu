@@ -866,6 +866,20 @@ template <> struct tile_split<true> {
     }
 };
 
+/* -DFV_CONV_K8_MIN_BLOCKS=N (an A/B knob, as FV_CONV_DIRECT_NO_FIXED):
+ * ask ptxas for N blocks an SM of the K 8 two-rows kernels (window
+ * pixels), so that their registers leave room for more warps: they take
+ * 48-52 registers, 5 blocks of 8 warps an SM; N = 6 caps them at 40 with
+ * no spills, 8 at 32 with 56-212 bytes spilled (ptxas, sm_90). Not timed
+ * yet. Default 0: no minimum, as for every other kernel (the comment on
+ * direct_kernel_persistent says why). */
+#ifndef FV_CONV_K8_MIN_BLOCKS
+#define FV_CONV_K8_MIN_BLOCKS 0
+#endif
+__host__ __device__ constexpr int min_blocks(bool two, int pc, int nf) {
+    return two && pc == 0 && nf == 1 ? FV_CONV_K8_MIN_BLOCKS : 0;
+}
+
 /* Persistent blocks (as many as fit at once): each loads the weights once,
  * then walks tiles (th output rows x 32 columns) gridDim.x apart, loading
  * the next tile's window (asynchronously on SM 8.0+) while it computes this
@@ -876,7 +890,8 @@ template <> struct tile_split<true> {
  * 8), and the 16-row 5x5 kernel ran 28% slower at one block an SM (H100,
  * docs/bench/RESULTS.md). */
 template <int CM, int NF, bool PAIR, int RT = 0, bool TWO = false, int PC = 0, int SW = 1>
-__global__ void __launch_bounds__(TWO || PC ? 256 : 512) direct_kernel_persistent(direct_args a) {
+__global__ void __launch_bounds__(TWO || PC ? 256 : 512, min_blocks(TWO, PC, NF))
+    direct_kernel_persistent(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int nwarps = blockDim.x >> 5, rows = nwarps * (TWO ? 2 : 1); /* output rows a tile */
     __half *sw = reinterpret_cast<__half *>(smem);
