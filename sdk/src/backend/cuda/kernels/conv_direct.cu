@@ -249,6 +249,23 @@ __device__ __forceinline__ void epilogue(const direct_args &a, Put put, float *s
     }
 }
 
+/* One vector of a window: BYTES (8 or 16) from `from` to dst, zeros where
+ * !in; async: cp.async (zero-filled), else a plain load and store. */
+template <int BYTES>
+__device__ __forceinline__ void window_vec(__half *dst, const __half *from, bool in, bool async) {
+    if (async) {
+        copy_async<BYTES>(dst, from, in);
+    } else if (BYTES == 8) {
+        uint2 v = make_uint2(0u, 0u);
+        if (in) v = __ldg(reinterpret_cast<const uint2 *>(from));
+        *reinterpret_cast<uint2 *>(dst) = v;
+    } else {
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (in) v = __ldg(reinterpret_cast<const uint4 *>(from));
+        *reinterpret_cast<uint4 *>(dst) = v;
+    }
+}
+
 /* Loads the input window of tile (n, oy0, ox0): the first CM channels of
  * each pixel, 0 outside the image; a warp a row, lanes along it. async:
  * cp.async (the persistent blocks' prefetch); else plain loads, which
@@ -275,18 +292,7 @@ __device__ __forceinline__ void load_window(const direct_args &a, __half *win, i
             const int iy = iy0 + ry, ix = ix0 + rx;
             const bool in = (unsigned)iy < (unsigned)a.h && (unsigned)ix < (unsigned)a.w_in;
             const __half *from = in ? xn + ((size_t)iy * a.w_in + ix) * a.cs + u * 8 : a.x;
-            __half *dst = win + ry * STRIDE + rx * PX + u * 8;
-            if (async) {
-                copy_async<CM == 4 ? 8 : 16>(dst, from, in);
-            } else if (CM == 4) {
-                uint2 v = make_uint2(0u, 0u);
-                if (in) v = __ldg(reinterpret_cast<const uint2 *>(from));
-                *reinterpret_cast<uint2 *>(dst) = v;
-            } else {
-                uint4 v = make_uint4(0u, 0u, 0u, 0u);
-                if (in) v = __ldg(reinterpret_cast<const uint4 *>(from));
-                *reinterpret_cast<uint4 *>(dst) = v;
-            }
+            window_vec<CM == 4 ? 8 : 16>(win + ry * STRIDE + rx * PX + u * 8, from, in, async);
         }
         return;
     }
@@ -300,13 +306,7 @@ __device__ __forceinline__ void load_window(const direct_args &a, __half *win, i
                 const int ix = ix0 + (e >> 1) + (e & 1);
                 const bool in = row_in && ix >= 0 && ix < a.w_in;
                 const __half *from = in ? src + (size_t)ix * a.cs : a.x;
-                if (async) {
-                    copy_async<8>(dst + e * 4, from, in);
-                } else {
-                    uint2 v = make_uint2(0u, 0u);
-                    if (in) v = __ldg(reinterpret_cast<const uint2 *>(from));
-                    *reinterpret_cast<uint2 *>(dst + e * 4) = v;
-                }
+                window_vec<8>(dst + e * 4, from, in, async);
             }
         }
         return;
@@ -322,20 +322,7 @@ __device__ __forceinline__ void load_window(const direct_args &a, __half *win, i
             const int ix = ix0 + rx;
             const bool in = row_in && ix >= 0 && ix < a.w_in;
             const __half *from = in ? src + (size_t)ix * a.cs + u * 8 : a.x;
-            if (async) {
-                if (CM == 4)
-                    copy_async<8>(dst + rx * 4, from, in);
-                else
-                    copy_async<16>(dst + rx * PX + u * 8, from, in);
-            } else if (CM == 4) {
-                uint2 v = make_uint2(0u, 0u);
-                if (in) v = __ldg(reinterpret_cast<const uint2 *>(from));
-                *reinterpret_cast<uint2 *>(dst + rx * 4) = v;
-            } else {
-                uint4 v = make_uint4(0u, 0u, 0u, 0u);
-                if (in) v = __ldg(reinterpret_cast<const uint4 *>(from));
-                *reinterpret_cast<uint4 *>(dst + rx * PX + u * 8) = v;
-            }
+            window_vec<CM == 4 ? 8 : 16>(dst + rx * PX + u * 8, from, in, async);
         }
     }
 }
