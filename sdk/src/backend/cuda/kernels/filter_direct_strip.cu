@@ -63,8 +63,16 @@ const int R = 3;                /* input rows per stage: the 3-row window's peri
                                    unrolled stage needs no register moves */
 const int SMEM_ROOM = 28 << 10; /* a block's ring at most (see layout::NST) */
 const int MAX_DEVICES = 64;     /* devices whose launch set-up is kept (launch) */
-const int MIN_STRIP = 4;        /* output rows per block at least (halo rows: 2 per strip) */
-const int OBUF_WORDS = 6 * 32;  /* a warp's output bytes of one row, RGB: 32 x 24 at most */
+/* Output rows per block at least (halo rows: 2 per strip). At 1080p the
+ * one-wave sizing gives strips of 5 to 9 rows on 132 SMs (4 to 7 blocks an
+ * SM), which read 22-40% more rows than they write and do little more than
+ * fill their ring once; -DFV_FILTER_MIN_STRIP=N (an A/B knob, not timed
+ * yet) makes fewer, taller strips. */
+#ifndef FV_FILTER_MIN_STRIP
+#define FV_FILTER_MIN_STRIP 4
+#endif
+const int MIN_STRIP = FV_FILTER_MIN_STRIP;
+const int OBUF_WORDS = 6 * 32; /* a warp's output bytes of one row, RGB: 32 x 24 at most */
 
 struct strip_params {
     int width, height, strip;
