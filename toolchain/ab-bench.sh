@@ -9,7 +9,12 @@
 #   ROUNDS: runs of each build (default 2); OUTDIR: default $OUT/ab or /tmp/fv-ab.
 #   FV_AB_BASE_CMAKE_ARGS / FV_AB_NEW_CMAKE_ARGS: extra configure arguments of
 #   one build (an A/B of compile flags: prepare with BASE=HEAD).
+#   FV_AB_BASE_CUDA_FLAGS / FV_AB_NEW_CUDA_FLAGS: one build's CMAKE_CUDA_FLAGS,
+#   passed whole (several -D knobs at once: "-DA=1 -DB=2").
 #   FV_AB_DIR: the prepared folder (default .ab); FV_CUDA_ARCH: default 90 (H100, H200).
+#   FV_AB_REUSE=1: where both builds of an earlier ab-bench on this machine
+#   are there, run them again without building (a second benchmark of the
+#   same pair of builds in the same job).
 # Writes OUTDIR/{base,new}N.{json,txt}, OUTDIR/ab.txt and OUTDIR/ab.json; the
 # table is printed last. Exit status: 0, 1 (a build or run failed), 2 (usage).
 set -uo pipefail
@@ -48,34 +53,45 @@ extra=()
 # shellcheck source=toolchain/device-deps.sh
 source toolchain/device-deps.sh && fv_device_deps >/dev/null
 base=/tmp/fv-ab-base
-rm -rf "$base" && mkdir -p "$base"
-tar --exclude="./build*" --exclude="./$ab" --exclude=./.deps --exclude=./.scratch -cf - . |
-  tar -xf - -C "$base"
-cp -r "$ab/base/." "$base/"
-while IFS= read -r f; do [ -n "$f" ] && rm -f "$base/$f"; done <"$ab/absent"
+reuse=0
+if [ "${FV_AB_REUSE:-0}" = 1 ] && [ -x "$base/build/apps/bench/fovea-bench" ] &&
+  [ -x build-ab/apps/bench/fovea-bench ]; then
+  reuse=1
+else
+  rm -rf "$base" && mkdir -p "$base"
+  tar --exclude="./build*" --exclude="./$ab" --exclude=./.deps --exclude=./.scratch -cf - . |
+    tar -xf - -C "$base"
+  cp -r "$ab/base/." "$base/"
+  while IFS= read -r f; do [ -n "$f" ] && rm -f "$base/$f"; done <"$ab/absent"
+fi
 echo "ab-bench: base $(cut -c1-12 "$ab/REV") in $base, new: this tree; $rounds rounds of: fovea-bench $*"
 configure() { # SRC BUILD EXTRA...
   local src=$1 bld=$2
   shift 2
-  # shellcheck disable=SC2068
   cmake -S "$src" -B "$bld" -DCMAKE_BUILD_TYPE=Release -DFV_WERROR=ON \
     -DCMAKE_CUDA_ARCHITECTURES="${FV_CUDA_ARCH:-90}" \
-    ${CUDNN_ROOT:+-DCUDNN_ROOT=$CUDNN_ROOT} "${extra[@]}" $@ >"$out/configure-$(basename "$bld").log" 2>&1
+    ${CUDNN_ROOT:+-DCUDNN_ROOT=$CUDNN_ROOT} "${extra[@]}" "$@" >"$out/configure-$(basename "$bld").log" 2>&1
 }
 jobs=$(($(nproc) / 2 > 0 ? $(nproc) / 2 : 1))
-# shellcheck disable=SC2086
-(configure "$base" "$base/build" ${FV_AB_BASE_CMAKE_ARGS:-} &&
-  cmake --build "$base/build" -j"$jobs" --target fovea-bench >"$out/build-base.log" 2>&1) &
-pb=$!
-# shellcheck disable=SC2086
-(configure . build-ab ${FV_AB_NEW_CMAKE_ARGS:-} &&
-  cmake --build build-ab -j"$jobs" --target fovea-bench >"$out/build-new.log" 2>&1) &
-pn=$!
-fail=0
-wait $pb || { echo "ab-bench: the base build failed: $out/build-base.log" >&2; fail=1; }
-wait $pn || { echo "ab-bench: the new build failed: $out/build-new.log" >&2; fail=1; }
-[ $fail = 0 ] || exit 1
-echo "ab-bench: built in $(($(date +%s) - t0)) s"
+if [ $reuse = 1 ]; then
+  echo "ab-bench: FV_AB_REUSE=1: the builds already there, not rebuilt"
+else
+  # shellcheck disable=SC2086
+  (configure "$base" "$base/build" ${FV_AB_BASE_CMAKE_ARGS:-} \
+    ${FV_AB_BASE_CUDA_FLAGS:+"-DCMAKE_CUDA_FLAGS=$FV_AB_BASE_CUDA_FLAGS"} &&
+    cmake --build "$base/build" -j"$jobs" --target fovea-bench >"$out/build-base.log" 2>&1) &
+  pb=$!
+  # shellcheck disable=SC2086
+  (configure . build-ab ${FV_AB_NEW_CMAKE_ARGS:-} \
+    ${FV_AB_NEW_CUDA_FLAGS:+"-DCMAKE_CUDA_FLAGS=$FV_AB_NEW_CUDA_FLAGS"} &&
+    cmake --build build-ab -j"$jobs" --target fovea-bench >"$out/build-new.log" 2>&1) &
+  pn=$!
+  fail=0
+  wait $pb || { echo "ab-bench: the base build failed: $out/build-base.log" >&2; fail=1; }
+  wait $pn || { echo "ab-bench: the new build failed: $out/build-new.log" >&2; fail=1; }
+  [ $fail = 0 ] || exit 1
+  echo "ab-bench: built in $(($(date +%s) - t0)) s"
+fi
 for r in $(seq 1 "$rounds"); do
   for v in base new; do
     b=build-ab/apps/bench/fovea-bench

@@ -854,15 +854,17 @@ template <> struct tile_split<true> {
     }
 };
 
-/* -DFV_CONV_K8_MIN_BLOCKS=N (an A/B knob, as FV_CONV_DIRECT_NO_FIXED):
- * ask ptxas for N blocks an SM of the K 8 two-rows kernels (window
- * pixels), so that their registers leave room for more warps: they take
- * 48-52 registers, 5 blocks of 8 warps an SM; N = 6 caps them at 40 with
- * no spills, 8 at 32 with 56-212 bytes spilled (ptxas, sm_90). Not timed
- * yet. Default 0: no minimum, as for every other kernel (the comment on
- * direct_kernel_persistent says why). */
+/* Blocks an SM asked of ptxas for the K 8 two-rows kernels (window
+ * pixels), so that their registers leave room for more warps: without a
+ * minimum they take 48-52 registers, 5 blocks of 8 warps an SM; 6 caps
+ * them at 40 with no spills (8 bytes for the 9x9 stride-2 one), 8 at 32
+ * with 56-212 bytes spilled (ptxas, sm_90). 6 against none (H200,
+ * docs/bench/RESULTS.md): 1920x1080x8->8 3x3 0.945x the time, 2048x2048x8->8
+ * 0.992x. Every other kernel has no minimum (the comment on
+ * direct_kernel_persistent says why). -DFV_CONV_K8_MIN_BLOCKS=N sets it
+ * (an A/B knob, as FV_CONV_DIRECT_NO_FIXED; 0: none). */
 #ifndef FV_CONV_K8_MIN_BLOCKS
-#define FV_CONV_K8_MIN_BLOCKS 0
+#define FV_CONV_K8_MIN_BLOCKS 6
 #endif
 __host__ __device__ constexpr int min_blocks(bool two, int pc, int nf) {
     return two && pc == 0 && nf == 1 ? FV_CONV_K8_MIN_BLOCKS : 0;
