@@ -854,20 +854,22 @@ template <> struct tile_split<true> {
     }
 };
 
-/* Blocks an SM asked of ptxas for the K 8 two-rows kernels (window
- * pixels), so that their registers leave room for more warps: without a
- * minimum they take 48-52 registers, 5 blocks of 8 warps an SM; 6 caps
- * them at 40 with no spills (8 bytes for the 9x9 stride-2 one), 8 at 32
- * with 56-212 bytes spilled (ptxas, sm_90). 6 against none (H200,
- * docs/bench/RESULTS.md): 1920x1080x8->8 3x3 0.945x the time, 2048x2048x8->8
- * 0.992x. Every other kernel has no minimum (the comment on
- * direct_kernel_persistent says why). -DFV_CONV_K8_MIN_BLOCKS=N sets it
- * (an A/B knob, as FV_CONV_DIRECT_NO_FIXED; 0: none). */
+/* Blocks an SM asked of ptxas for the stride-1 K 8 two-rows kernels
+ * (window pixels), so that their registers leave room for more warps:
+ * without a minimum they take 48-52 registers, 5 blocks of 8 warps an SM;
+ * 6 caps them at 40 with no spills, 8 at 32 with 56-212 bytes spilled
+ * (ptxas, sm_90). 6 against none (H200, docs/bench/RESULTS.md):
+ * 1920x1080x8->8 3x3 0.945x the time, 2048x2048x8->8 0.992x; the 9x9
+ * stride-2 kernel (8 bytes spilled at 6) went to 1.01-1.02x on
+ * 800x800x8->400x400x8, so the strided ones keep no minimum, as every
+ * other kernel (the comment on direct_kernel_persistent says why).
+ * -DFV_CONV_K8_MIN_BLOCKS=N sets it (an A/B knob, as
+ * FV_CONV_DIRECT_NO_FIXED; 0: none). */
 #ifndef FV_CONV_K8_MIN_BLOCKS
 #define FV_CONV_K8_MIN_BLOCKS 6
 #endif
-__host__ __device__ constexpr int min_blocks(bool two, int pc, int nf) {
-    return two && pc == 0 && nf == 1 ? FV_CONV_K8_MIN_BLOCKS : 0;
+__host__ __device__ constexpr int min_blocks(bool two, int pc, int nf, int sw) {
+    return two && pc == 0 && nf == 1 && sw == 1 ? FV_CONV_K8_MIN_BLOCKS : 0;
 }
 
 /* Persistent blocks (as many as fit at once): each loads the weights once,
@@ -880,7 +882,7 @@ __host__ __device__ constexpr int min_blocks(bool two, int pc, int nf) {
  * 8), and the 16-row 5x5 kernel ran 28% slower at one block an SM (H100,
  * docs/bench/RESULTS.md). */
 template <int CM, int NF, bool PAIR, int RT = 0, bool TWO = false, int PC = 0, int SW = 1>
-__global__ void __launch_bounds__(TWO || PC ? 256 : 512, min_blocks(TWO, PC, NF))
+__global__ void __launch_bounds__(TWO || PC ? 256 : 512, min_blocks(TWO, PC, NF, SW))
     direct_kernel_persistent(direct_args a) {
     extern __shared__ __align__(128) unsigned char smem[];
     const int nwarps = blockDim.x >> 5, rows = nwarps * (TWO ? 2 : 1); /* output rows a tile */
