@@ -868,8 +868,16 @@ template <> struct tile_split<true> {
 #ifndef FV_CONV_K8_MIN_BLOCKS
 #define FV_CONV_K8_MIN_BLOCKS 6
 #endif
+/* Measured on sm_90 only, and only there: sm_75 holds 1024 threads an SM,
+ * too few for 6 blocks of 256 (ptxas rejects the bound), and the other
+ * architectures keep the code they had. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+#define FV_K8_MIN_BLOCKS_HERE FV_CONV_K8_MIN_BLOCKS
+#else
+#define FV_K8_MIN_BLOCKS_HERE 0
+#endif
 __host__ __device__ constexpr int min_blocks(bool two, int pc, int nf, int sw) {
-    return two && pc == 0 && nf == 1 && sw == 1 ? FV_CONV_K8_MIN_BLOCKS : 0;
+    return two && pc == 0 && nf == 1 && sw == 1 ? FV_K8_MIN_BLOCKS_HERE : 0;
 }
 
 /* Persistent blocks (as many as fit at once): each loads the weights once,
