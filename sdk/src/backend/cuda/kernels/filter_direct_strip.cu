@@ -160,6 +160,53 @@ static __device__ __forceinline__ void stage_sub(unsigned char *dst, const unsig
     }
 }
 
+/* -DFV_FILTER_FLAT_STAGE=1 (an A/B knob, default 0): stage_rows copies
+ * the stage's R rows (NV12: and their UV rows) as one run of (sub-row,
+ * chunk) pairs over all the block's threads, each chunk finding its row,
+ * instead of one loop a row. Nsight Compute (H200, the 4K GRAY8
+ * Laplacian, docs/bench/filter_sass_4k_gray_h200.txt): every warp ran
+ * each row's set-up and checks (about 30 instructions a row), though a
+ * GRAY8 row is 66 chunks, which only warps 0-2 copy; flat, the set-up is a
+ * chunk's, and the stage's 198 chunks take 2 turns of the block. */
+#ifndef FV_FILTER_FLAT_STAGE
+#define FV_FILTER_FLAT_STAGE 0
+#endif
+
+/* Stage g's R rows (input rows ys - 1 + g * R ...) into stage, as one run
+ * of (sub-row, chunk) pairs: each sub-row NC chunks from its first staged
+ * byte's chunk (NC covers the staged bytes from any offset, and fits in
+ * SUB; a last chunk past them is copied too, harmlessly). Chunks are
+ * checked as in stage_sub. */
+template <int BPP, int F, int P, bool ROLL>
+static __device__ __forceinline__ void stage_flat(const strip_params &p, unsigned char *stage,
+                                                  int g, int ys, int n_in, int bx0) {
+    typedef layout<BPP, F, P> L;
+    const int S = F == F_NV12 ? 2 : 1; /* sub-rows a row: NV12's Y and UV */
+    const int SPAN = (L::BW + 2 * L::LEAD) * BPP;
+    const int NC = (SPAN + 15 + 15) / 16;
+    static_assert(NC * 16 <= L::SUB, "a sub-row's chunks fit its staging room");
+    const int rb = p.width * BPP; /* NV12: the UV row has the Y row's bytes */
+    for (int k = threadIdx.x; k < R * S * NC; k += T) {
+        const int q = k / NC, c = k - q * NC, r = q / S, uv = q - r * S;
+        const int i = g * R + r, gy = ys - 1 + i;
+        if (i >= n_in || gy < 0 || gy >= p.height) continue;
+        const unsigned char *rowp =
+            uv ? p.uv + (size_t)(gy / 2) * p.uv_stride : p.in + (size_t)gy * p.in_stride;
+        const uintptr_t lo = row_start<BPP, F>(rowp, bx0);
+        const int o = (int)((lo & ~(uintptr_t)15) - (uintptr_t)rowp) + 16 * c;
+        const bool inside = o < rb && o > -16;
+        const unsigned char *at = (const unsigned char *)(lo & ~(uintptr_t)15) + 16 * c;
+        unsigned char *d = stage + r * L::ROW + uv * L::SUB + 16 * c;
+        if (inside && (o < 0 || o > rb - 16)) {
+#pragma unroll(ROLL ? 1 : 16)
+            for (int b = 0; b < 16; b++)
+                d[b] = o + b >= 0 && o + b < rb ? at[b] : 0;
+        } else {
+            fv_k::copy_async<16>(d, inside ? (const void *)at : (const void *)rowp, inside);
+        }
+    }
+}
+
 /* Issues the copies of stage g's rows (input rows ys - 1 + g * R ...) and
  * commits them as one group (empty past the strip: every thread commits the
  * same groups, so the waits count alike). */
@@ -168,15 +215,20 @@ static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigne
                                                   int ys, int n_in, int bx0) {
     typedef layout<BPP, F, P> L;
     unsigned char *stage = sm + (g % L::NST) * R * L::ROW;
+    if (FV_FILTER_FLAT_STAGE) {
+        stage_flat<BPP, F, P, ROLL>(p, stage, g, ys, n_in, bx0);
+    } else {
 #pragma unroll(ROLL ? 1 : R)
-    for (int r = 0; r < R; r++) {
-        const int i = g * R + r, gy = ys - 1 + i;
-        if (i >= n_in || gy < 0 || gy >= p.height) continue;
-        stage_sub<BPP, F, P, ROLL>(stage + r * L::ROW, p.in + (size_t)gy * p.in_stride,
-                                   (size_t)p.width * BPP, bx0);
-        if (F == F_NV12)
-            stage_sub<BPP, F, P, ROLL>(stage + r * L::ROW + L::SUB,
-                                       p.uv + (size_t)(gy / 2) * p.uv_stride, (size_t)p.width, bx0);
+        for (int r = 0; r < R; r++) {
+            const int i = g * R + r, gy = ys - 1 + i;
+            if (i >= n_in || gy < 0 || gy >= p.height) continue;
+            stage_sub<BPP, F, P, ROLL>(stage + r * L::ROW, p.in + (size_t)gy * p.in_stride,
+                                       (size_t)p.width * BPP, bx0);
+            if (F == F_NV12)
+                stage_sub<BPP, F, P, ROLL>(stage + r * L::ROW + L::SUB,
+                                           p.uv + (size_t)(gy / 2) * p.uv_stride, (size_t)p.width,
+                                           bx0);
+        }
     }
     fv_k::copy_commit();
 }
