@@ -869,8 +869,9 @@ static void direct_sqrt_matches_sqrtf_on_every_gradient_sum(void **state) {
     assert_true(bad > 0);
 }
 
-/* The strip kernel's output byte (both forms: one conversion instruction,
- * or five without one) is fv__unpack_byte(x, 1, 0) for every float: both signs, zeros,
+/* The strip kernel's output byte (its forms: one conversion instruction,
+ * five without one, four for values >= 0, that one on +0 to +inf and -0) is
+ * fv__unpack_byte(x, 1, 0) for every float: both signs, zeros,
  * subnormals, halves, the clamps at 0 and 255, infinities and NaNs (all
  * bit patterns but 0xFFFFFFFF, a NaN like 0xFFFFFFFE before it). */
 static void direct_unpack_matches_the_reference_on_every_float(void **state) {

@@ -65,10 +65,10 @@ const int R = 3;                /* input rows per stage: the 3-row window's peri
 const int SMEM_ROOM = 28 << 10; /* a block's ring at most (see layout::NST) */
 const int MAX_DEVICES = 64;     /* devices whose launch set-up is kept (launch) */
 /* Output rows per block at least (halo rows: 2 per strip). At 1080p the
- * one-wave sizing gives strips of 5 to 9 rows on 132 SMs (4 to 7 blocks an
- * SM), which read 22-40% more rows than they write and do little more than
- * fill their ring once; -DFV_FILTER_MIN_STRIP=N (an A/B knob, not timed
- * yet) makes fewer, taller strips. */
+ * one-wave sizing gives strips of 4 to 9 rows on 132 SMs, which read
+ * 22-50% more rows than they write and do little more than fill their ring
+ * once; yet fewer, taller strips were slower: -DFV_FILTER_MIN_STRIP=8 (an
+ * A/B knob) 1.09-1.21x at 1080p, 2 the same as 4 (H200, session 45). */
 #ifndef FV_FILTER_MIN_STRIP
 #define FV_FILTER_MIN_STRIP 4
 #endif
@@ -160,17 +160,26 @@ static __device__ __forceinline__ void stage_sub(unsigned char *dst, const unsig
     }
 }
 
-/* -DFV_FILTER_FLAT_STAGE=1 (an A/B knob, default 0): stage_rows copies
- * the stage's R rows (NV12: and their UV rows) as one run of (sub-row,
- * chunk) pairs over all the block's threads, each chunk finding its row,
- * instead of one loop a row. Nsight Compute (H200, the 4K GRAY8
- * Laplacian, docs/bench/filter_sass_4k_gray_h200.txt): every warp ran
- * each row's set-up and checks (about 30 instructions a row), though a
- * GRAY8 row is 66 chunks, which only warps 0-2 copy; flat, the set-up is a
- * chunk's, and the stage's 198 chunks take 2 turns of the block. */
+/* Flat staging (FV_FILTER_FLAT_STAGE: 0 none; 1, the default, GRAY8
+ * input's kernels; 2 every kernel): stage_rows copies the stage's R rows
+ * (NV12: and their UV rows) as one run of (sub-row, chunk) pairs over all
+ * the block's threads, each chunk finding its row, instead of one loop a
+ * row. Nsight Compute (H200, the 4K GRAY8 Laplacian,
+ * docs/bench/filter_sass_4k_gray_h200.txt): every warp ran each row's
+ * set-up and checks (about 30 instructions a row), though a GRAY8 row is
+ * 66 chunks, which only warps 0-2 copy; flat, the set-up is a chunk's, and
+ * the stage's 198 chunks take 2 turns of the block. Measured (H200,
+ * docs/bench/RESULTS.md, session 45): 0.97-1.00x for GRAY8 input, but
+ * 1.02-1.07x for RGB24, RGBA32 and YUYV input (rolled kernels 80 -> 96
+ * registers; YUYV's row loop), NV12 mixed. */
 #ifndef FV_FILTER_FLAT_STAGE
-#define FV_FILTER_FLAT_STAGE 0
+#define FV_FILTER_FLAT_STAGE 1
 #endif
+/* the kernels that stage flat: 1, GRAY8 input's; 2, every kernel */
+template <int BPP, int F> struct flat_stage {
+    static const bool on =
+        FV_FILTER_FLAT_STAGE == 2 || (FV_FILTER_FLAT_STAGE == 1 && BPP == 1 && F == F_BYTES);
+};
 
 /* Stage g's R rows (input rows ys - 1 + g * R ...) into stage, as one run
  * of (sub-row, chunk) pairs: each sub-row NC chunks from its first staged
@@ -215,7 +224,7 @@ static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigne
                                                   int ys, int n_in, int bx0) {
     typedef layout<BPP, F, P> L;
     unsigned char *stage = sm + (g % L::NST) * R * L::ROW;
-    if (FV_FILTER_FLAT_STAGE) {
+    if (flat_stage<BPP, F>::on) {
         stage_flat<BPP, F, P, ROLL>(p, stage, g, ys, n_in, bx0);
     } else {
 #pragma unroll(ROLL ? 1 : R)
@@ -247,15 +256,36 @@ static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigne
  *        byte of c + 2^23 rounded toward zero (floats from 2^23 to 2^24
  *        are the integers): five instructions.
  * The kernels take CVT but for GRAY8 input (see emit_row). */
-template <bool CVT> static __device__ __forceinline__ unsigned unpack_byte(float x) {
+template <bool CVT, bool POS = false>
+static __device__ __forceinline__ unsigned unpack_byte(float x) {
     if (CVT) {
         unsigned b;
         asm("cvt.rmi.sat.u8.f32 %0, %1;" : "=r"(b) : "f"(__fadd_rn(x, 0.5f)));
         return b;
     }
-    const float c = fminf(fmaxf(__fadd_rn(x, 0.5f), 0.0f), 255.0f);
+    /* POS: x in [0, +inf] or -0 (no NaN): s >= 0.5 needs no clamp at 0 */
+    const float s = __fadd_rn(x, 0.5f);
+    const float c = fminf(POS ? s : fmaxf(s, 0.0f), 255.0f);
     return __float_as_uint(__fadd_rz(c, 8388608.0f)) & 0xFFu;
 }
+
+/* The lean emit (FV_FILTER_LEAN_EMIT, default 1; 0 for an A/B): emit_row
+ * without the instructions that cannot change its bytes here. Nsight
+ * Compute (H200, the 4K GRAY8 Laplacian,
+ * docs/bench/filter_sass_4k_gray_h200.txt): of an output row's 135
+ * instructions (8 pixels), 17 were the threshold step (FSETP, FSEL a
+ * pixel), run with threshold 0 too, and 8 the unpack's clamp at 0. Lean:
+ * the kernels come in two instances, with and without the threshold step
+ * (THR, chosen at launch; twice the code), and the unpack takes POS: every
+ * value it gets is in [0, +inf], never NaN (m = |g| or a square root, >= 0
+ * and finite, times gain > 0 and finite, core/filter.c; overlay and the
+ * mean of three keep that). Measured (H200, session 45): 0.86-0.94x for
+ * GRAY8 input, 0.94-1.00x for RGB24, YUYV, NV12; RGBA32 0.98x at 1080p,
+ * 1.02x at 4K (its threshold-free kernels 80 -> 96 registers). */
+#ifndef FV_FILTER_LEAN_EMIT
+#define FV_FILTER_LEAN_EMIT 1
+#endif
+const bool LEAN = FV_FILTER_LEAN_EMIT != 0;
 
 /* sqrtf(s) for s = 0 or 2^-16 <= s < 2^34, the sums of squares of
  * FORM_SEP's gradients (integer weights on values on the 2^-8 grid, bounded
@@ -376,16 +406,36 @@ static __device__ __forceinline__ void plane_sums(const consts<G> &k, const floa
     }
 }
 
+/* The kernels whose GRAY8 output of one edge plane is packed as it comes
+ * (see emit_row). */
+template <int BPP, int P, int F, int FORM> struct gray_out {
+    static const bool on =
+        P == 1 && (FORM != FORM_TAPS || F == F_YUYV || F == F_UYVY || (F == F_BYTES && BPP == 1));
+};
+
+/* FV_FILTER_HOIST (default 1; 0 for an A/B): emit_row's choice of the
+ * packed GRAY8 path and its store's alignment, decided once a thread
+ * (fast_gray: the frame's output pointer and stride aligned to the N-byte
+ * store) instead of at every row, where Nsight Compute (H200, the 4K GRAY8
+ * Laplacian) counted about 20 address, compare and branch instructions an
+ * output row of 8 pixels. Unaligned GRAY8 output takes the general path.
+ * Measured (H200, session 45): 0.97-0.98x for the GRAY8 Laplacian, YUYV
+ * 0.98-0.99x, the rest within noise. */
+#ifndef FV_FILTER_HOIST
+#define FV_FILTER_HOIST 1
+#endif
+const bool HOIST = FV_FILTER_HOIST != 0;
+
 /* Output row y from the window w0, w1, w2 (rows y - 1, y, y + 1; the
  * thread's N + 2 columns from x0 - 1) and, for overlay of one edge channel
  * from colour input, the centre row's words dc (and NV12's UV words dcuv).
  * obuf: the warp's staging words for coalesced RGB stores. */
-template <int BPP, int P, int G, int F, int FORM>
+template <int BPP, int P, int G, int F, int FORM, bool THR>
 static __device__ __forceinline__ void
 emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
          const float (&w0)[P][geo<P>::N + 2], const float (&w1)[P][geo<P>::N + 2],
          const float (&w2)[P][geo<P>::N + 2], const unsigned *dc, const unsigned *dcuv,
-         unsigned *obuf) {
+         unsigned *obuf, bool fast_gray) {
     const int N = geo<P>::N;
     float e[N][P]; /* edge values */
 #pragma unroll
@@ -394,7 +444,8 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
         plane_sums<FORM, G, N>(k, w0[c], w1[c], w2[c], acc);
 #pragma unroll
         for (int j = 0; j < N; j++)
-            e[j][c] = edge_value<FORM, G>(acc[j][0], acc[j][G - 1], k.gain, k.threshold);
+            e[j][c] =
+                edge_value<FORM, G>(acc[j][0], acc[j][G - 1], k.gain, THR ? k.threshold : 0.0f);
     }
     /* the unpack form (unpack_byte), by measurement (H100, docs/bench/RESULTS.md):
      * the conversion instruction made the unrolled GRAY8 kernels take 89-94
@@ -408,16 +459,29 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
      * RGBA32, NV12 input) take it for the built-in forms only, 0.93-0.98x
      * (H200); it gave three FORM_TAPS instances 96 registers instead of 80
      * (ptxas, sm_90). Other outputs' stores this way were slower. */
-    const bool gray_path =
-        P == 1 && (FORM != FORM_TAPS || F == F_YUYV || F == F_UYVY || (F == F_BYTES && BPP == 1));
-    if (gray_path && !p.overlay && p.out_format == FV_PIXEL_GRAY8 && x0 + N <= p.width) {
+    const bool gray_path = gray_out<BPP, P, F, FORM>::on;
+    if (HOIST ? fast_gray
+              : gray_path && !p.overlay && p.out_format == FV_PIXEL_GRAY8 && x0 + N <= p.width) {
         unsigned w[N / 4];
 #pragma unroll
         for (int i = 0; i < N / 4; i++)
-            w[i] = unpack_byte<CVT>(e[4 * i][0]) | unpack_byte<CVT>(e[4 * i + 1][0]) << 8 |
-                   unpack_byte<CVT>(e[4 * i + 2][0]) << 16 |
-                   unpack_byte<CVT>(e[4 * i + 3][0]) << 24;
-        store_words<N>(p.out + (size_t)y * p.out_stride + x0, w);
+            w[i] = unpack_byte<CVT, LEAN>(e[4 * i][0]) |
+                   unpack_byte<CVT, LEAN>(e[4 * i + 1][0]) << 8 |
+                   unpack_byte<CVT, LEAN>(e[4 * i + 2][0]) << 16 |
+                   unpack_byte<CVT, LEAN>(e[4 * i + 3][0]) << 24;
+        unsigned char *at = p.out + (size_t)y * p.out_stride + x0;
+        if (HOIST) {
+            /* fast_gray: at is aligned to the store (N = 4, 8 or 16 bytes) */
+            if (N == 16)
+                *(uint4 *)at = make_uint4(w[0], w[N / 4 > 1 ? 1 : 0], w[N / 4 > 2 ? 2 : 0],
+                                          w[N / 4 > 3 ? 3 : 0]);
+            else if (N == 8)
+                *(uint2 *)at = make_uint2(w[0], w[N / 4 > 1 ? 1 : 0]);
+            else
+                *(unsigned *)at = w[0];
+        } else {
+            store_words<N>(at, w);
+        }
         return;
     }
     /* bytes b[j][0..2] in the output's R, G, B order (GRAY8: b[j][0]) */
@@ -426,7 +490,7 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
         /* one edge value a pixel, in every channel */
 #pragma unroll
         for (int j = 0; j < N; j++)
-            b[j][0] = b[j][1] = b[j][2] = unpack_byte<CVT>(e[j][0]);
+            b[j][0] = b[j][1] = b[j][2] = unpack_byte<CVT, LEAN>(e[j][0]);
     } else {
 #pragma unroll
         for (int j = 0; j < N; j++) {
@@ -451,13 +515,13 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
             }
             if (p.out_c < 3) o[1] = o[2] = o[0];
             if (p.out_format == FV_PIXEL_GRAY8) {
-                b[j][0] = unpack_byte<CVT>(p.out_c >= 3 ? fv__mean3(o[0], o[1], o[2]) : o[0]);
+                b[j][0] = unpack_byte<CVT, LEAN>(p.out_c >= 3 ? fv__mean3(o[0], o[1], o[2]) : o[0]);
                 b[j][1] = b[j][2] = b[j][0];
             } else {
                 const int rev = p.out_format == FV_PIXEL_BGR24;
-                b[j][0] = unpack_byte<CVT>(rev ? o[2] : o[0]);
-                b[j][1] = unpack_byte<CVT>(o[1]);
-                b[j][2] = unpack_byte<CVT>(rev ? o[0] : o[2]);
+                b[j][0] = unpack_byte<CVT, LEAN>(rev ? o[2] : o[0]);
+                b[j][1] = unpack_byte<CVT, LEAN>(o[1]);
+                b[j][2] = unpack_byte<CVT, LEAN>(rev ? o[0] : o[2]);
             }
         }
     }
@@ -562,10 +626,10 @@ static __device__ __forceinline__ void words(const unsigned char *sub, int o, un
  * window's oldest row's registers, now its newest) and its words into d2
  * (u2: NV12's UV words); then, from i = 2 on, output row ys + i - 2 from
  * the window w0, w1, w2 (w1's words d1, u1: the centre row's). */
-template <int BPP, int P, int G, int F, int FORM>
+template <int BPP, int P, int G, int F, int FORM, bool THR>
 static __device__ __forceinline__ void
 step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int r, int i, int ys,
-     int bx0, int x0, unsigned inside, bool all_inside, bool active, unsigned *obuf,
+     int bx0, int x0, unsigned inside, bool all_inside, bool active, unsigned *obuf, bool fast_gray,
      const float (&w0)[P][geo<P>::N + 2], const float (&w1)[P][geo<P>::N + 2],
      float (&w2)[P][geo<P>::N + 2], const unsigned (&d1)[layout<BPP, F, P>::NW],
      unsigned (&d2)[layout<BPP, F, P>::NW], const unsigned (&u1)[layout<BPP, F, P>::NW],
@@ -605,13 +669,14 @@ step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int 
                 w2[c][j] = 0.0f;
     }
     if (active && i >= 2)
-        emit_row<BPP, P, G, F, FORM>(p, k, ys + i - 2, x0, w0, w1, w2, d1, u1, obuf);
+        emit_row<BPP, P, G, F, FORM, THR>(p, k, ys + i - 2, x0, w0, w1, w2, d1, u1, obuf,
+                                          fast_gray);
 }
 
 /* BPP: input bytes per pixel (1, 3, 4; YUYV and UYVY 2; NV12 1, its Y
  * plane); P: planes (1, or 3 for colour edges of a colour input); G:
  * kernels (2 for gradient pairs); F: the input format's family. */
-template <int BPP, int P, int G, int F, int FORM, bool ROLL>
+template <int BPP, int P, int G, int F, int FORM, bool ROLL, bool THR>
 static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) {
     typedef layout<BPP, F, P> L;
     const int N = L::N;
@@ -649,6 +714,11 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
         inside |= (unsigned)(x0 - 1 + j >= 0 && x0 - 1 + j < p.width) << j;
     const bool all_inside = inside == (1u << (N + 2)) - 1u;
     const bool active = x0 < p.width; /* has an output pixel (all copy and sync) */
+    /* emit_row's packed GRAY8 path, decided once (HOIST) */
+    const unsigned align = N >= 16 ? 16u : (unsigned)N;
+    const bool fast_gray = HOIST && gray_out<BPP, P, F, FORM>::on && !p.overlay &&
+                           p.out_format == FV_PIXEL_GRAY8 && x0 + N <= p.width &&
+                           ((unsigned)(uintptr_t)p.out | (unsigned)p.out_stride) % align == 0;
     /* the warp's staging words for coalesced RGB stores (emit_row) */
     unsigned *obuf = (unsigned *)(sm + L::SMEM) + (threadIdx.x >> 5) * OBUF_WORDS;
 
@@ -678,8 +748,8 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
                 stage_rows<BPP, F, P, ROLL>(p, sm, g + L::NST - 1, ys, n_in, bx0);
             }
             const unsigned char *stage = sm + (g % L::NST) * R * L::ROW;
-            step<BPP, P, G, F, FORM>(p, k, stage, r, i, ys, bx0, x0, inside, all_inside, active,
-                                     obuf, wa, wb, wc, db, dc, ub, uc);
+            step<BPP, P, G, F, FORM, THR>(p, k, stage, r, i, ys, bx0, x0, inside, all_inside,
+                                          active, obuf, fast_gray, wa, wb, wc, db, dc, ub, uc);
 #pragma unroll
             for (int c = 0; c < P; c++)
 #pragma unroll
@@ -701,19 +771,19 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
              * register moves) */
             const int i = g * R;
             if (i >= n_in) break;
-            step<BPP, P, G, F, FORM>(p, k, stage, 0, i, ys, bx0, x0, inside, all_inside, active,
-                                     obuf, wb, wc, wa, dc, da, uc, ua);
+            step<BPP, P, G, F, FORM, THR>(p, k, stage, 0, i, ys, bx0, x0, inside, all_inside,
+                                          active, obuf, fast_gray, wb, wc, wa, dc, da, uc, ua);
             if (i + 1 >= n_in) break;
-            step<BPP, P, G, F, FORM>(p, k, stage, 1, i + 1, ys, bx0, x0, inside, all_inside, active,
-                                     obuf, wc, wa, wb, da, db, ua, ub);
+            step<BPP, P, G, F, FORM, THR>(p, k, stage, 1, i + 1, ys, bx0, x0, inside, all_inside,
+                                          active, obuf, fast_gray, wc, wa, wb, da, db, ua, ub);
             if (i + 2 >= n_in) break;
-            step<BPP, P, G, F, FORM>(p, k, stage, 2, i + 2, ys, bx0, x0, inside, all_inside, active,
-                                     obuf, wa, wb, wc, db, dc, ub, uc);
+            step<BPP, P, G, F, FORM, THR>(p, k, stage, 2, i + 2, ys, bx0, x0, inside, all_inside,
+                                          active, obuf, fast_gray, wa, wb, wc, db, dc, ub, uc);
         }
     }
 }
 
-template <int BPP, int P, int G, int F, int FORM, bool ROLL>
+template <int BPP, int P, int G, int F, int FORM, bool ROLL, bool THR>
 static fv_status launch_k(cudaStream_t s, const strip_params &base) {
     typedef layout<BPP, F, P> L;
     const size_t smem = L::SMEM + (size_t)(T / 32) * OBUF_WORDS * 4;
@@ -729,14 +799,14 @@ static fv_status launch_k(cudaStream_t s, const strip_params &base) {
     int per_sm = dev >= 0 && dev < MAX_DEVICES ? per_sm_of[dev] : 0;
     if (per_sm == 0) {
         /* registers allow several blocks an SM: ask for the shared memory they need */
-        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM, ROLL>,
+        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR>,
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          (int)cudaSharedmemCarveoutMaxShared));
-        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM, ROLL>,
+        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         int n = 0;
         FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &n, filter_strip_kernel<BPP, P, G, F, FORM, ROLL>, T, smem));
+            &n, filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR>, T, smem));
         per_sm = n > 0 ? n : 1;
         if (dev >= 0 && dev < MAX_DEVICES) per_sm_of[dev] = per_sm;
     }
@@ -749,7 +819,7 @@ static fv_status launch_k(cudaStream_t s, const strip_params &base) {
     if (strip < (base.height + 65534) / 65535) strip = (base.height + 65534) / 65535;
     p.strip = (int)strip;
     const dim3 grid((unsigned)gx, (unsigned)((base.height + strip - 1) / strip));
-    filter_strip_kernel<BPP, P, G, F, FORM, ROLL><<<grid, T, smem, s>>>(p);
+    filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR><<<grid, T, smem, s>>>(p);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }
@@ -762,7 +832,10 @@ static fv_status launch_k(cudaStream_t s, const strip_params &base) {
 template <int BPP, int P, int G, int F, int FORM>
 static fv_status launch(cudaStream_t s, const strip_params &base) {
     const bool roll = F == F_NV12 || (P == 3 && G == 2) || (F == F_BYTES && BPP >= 3 && P == 1);
-    return launch_k<BPP, P, G, F, FORM, roll>(s, base);
+    /* THR: the threshold step, only where there is a threshold (LEAN; else
+     * one instance, with it) */
+    if (!(base.threshold > 0.0f)) return launch_k<BPP, P, G, F, FORM, roll, !LEAN>(s, base);
+    return launch_k<BPP, P, G, F, FORM, roll, true>(s, base);
 }
 /* planes: 1 or 3 (colour edges of a colour input); form: form_of's (pairs:
  * FORM_SEP, or FORM_TAPS for two kernels of another form; one kernel:
@@ -873,6 +946,9 @@ static __global__ void unpack_check_kernel(unsigned lo, unsigned n, unsigned lon
         const float x = __uint_as_float(lo + i);
         const unsigned want = fv__unpack_byte(x, 1.0f, 0.0f);
         mine += (unpack_byte<true>(x) != want) + (unpack_byte<false>(x) != want);
+        /* POS: the values it takes (see LEAN): +0 to +inf, and -0 */
+        if (lo + i <= 0x7F800000u || lo + i == 0x80000000u)
+            mine += unpack_byte<false, true>(x) != want;
     }
     if (mine) atomicAdd(bad, mine);
 }

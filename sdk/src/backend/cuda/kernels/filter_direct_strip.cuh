@@ -29,8 +29,9 @@ fv_status fv__cuda_filter_strip_sqrt_mismatches(unsigned lo, unsigned hi,
                                                 unsigned long long *mismatches);
 
 /* Likewise for the kernel's output byte of an edge value: how many floats
- * with bits in [lo, hi) its two forms (each counted) give another byte for
- * than fv__unpack_byte(x, 1, 0). */
+ * with bits in [lo, hi) its forms (each counted; the one for values >= 0
+ * on +0 to +inf and -0 only) give another byte for than
+ * fv__unpack_byte(x, 1, 0). */
 fv_status fv__cuda_filter_strip_unpack_mismatches(unsigned lo, unsigned hi,
                                                   unsigned long long *mismatches);
 

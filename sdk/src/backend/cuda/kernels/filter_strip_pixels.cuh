@@ -20,8 +20,14 @@ enum { F_BYTES = 0, F_YUYV = 1, F_UYVY = 2, F_NV12 = 3 };
 
 /* Output pixels per thread along a row, N: 8 for one edge plane (a
  * thread's per-row work, its halo's 2 extra pixels included, shared by
- * more pixels), 4 for three (their windows' registers). */
-template <int P> struct geo { static const int N = P == 1 ? 8 : 4; };
+ * more pixels), 4 for three (their windows' registers).
+ * -DFV_FILTER_N1=M (an A/B knob) sets one plane's: 4 (twice the blocks)
+ * was 1.05-1.39x the time, but 0.89-0.93x for RGBA32 at 1080p; 16,
+ * 1.03-1.23x (H200, docs/bench/RESULTS.md, sessions 44 and 45). */
+#ifndef FV_FILTER_N1
+#define FV_FILTER_N1 8
+#endif
+template <int P> struct geo { static const int N = P == 1 ? FV_FILTER_N1 : 4; };
 } // namespace
 
 static __device__ __forceinline__ float magic_value(unsigned bits) {
