@@ -94,6 +94,24 @@ struct strip_params {
 /* How a thread sums its 3 x 3 taps (see form_of). */
 enum { FORM_TAPS = 0, FORM_BOX = 1, FORM_SEP = 2 };
 
+/* -DFV_FILTER_INT_BOX=1 (an A/B knob, default 0; prepared in session 45,
+ * not timed): the box form of byte input (GRAY8, and the channel sums of
+ * RGB24 and RGBA32, to one edge plane) in integers. The window holds the
+ * bytes (or sums) as integers, their bits in the float registers: the read
+ * skips each pixel's magic-number FADD; a column sum and a 3 x 3 sum are
+ * one three-input IADD3 each instead of two FADDs; c * box + (m - c) *
+ * centre two IMADs, one adding the bits of 1.5 * 2^23, so that one
+ * FADD makes the float (|sum| < 2^16 by form_of: exact). The same sums
+ * exactly, so the same floats: about 20 instructions fewer for 8 pixels
+ * of about 270, counted from the source (the SASS not seen yet). ptxas
+ * sm_90: the same registers but for RGB24's thresholded kernel (80 -> 96). */
+#ifndef FV_FILTER_INT_BOX
+#define FV_FILTER_INT_BOX 0
+#endif
+template <int BPP, int P, int F, int FORM> struct int_box {
+    static const bool on = FV_FILTER_INT_BOX != 0 && F == F_BYTES && P == 1 && FORM == FORM_BOX;
+};
+
 /* Shared-memory layout for BPP input bytes per pixel (the Y plane's for
  * NV12), format F and P edge planes. */
 template <int BPP, int F, int P> struct layout {
@@ -360,11 +378,23 @@ template <int G> struct consts {
  * of the columns' differences r2 - r0. form_of takes the forms only where
  * every partial sum of every order is exact (integer weights, bounded
  * sums), so all three give the same floats. */
-template <int FORM, int G, int N>
+template <int FORM, int G, int N, bool I>
 static __device__ __forceinline__ void plane_sums(const consts<G> &k, const float (&r0)[N + 2],
                                                   const float (&r1)[N + 2],
                                                   const float (&r2)[N + 2], float (&acc)[N][G]) {
-    if (FORM == FORM_BOX) {
+    if (FORM == FORM_BOX && I) {
+        /* integers (int_box): k.f0, k.f1 hold c and m - c as ints */
+        int col[N + 2];
+#pragma unroll
+        for (int j = 0; j < N + 2; j++)
+            col[j] = __float_as_int(r0[j]) + __float_as_int(r1[j]) + __float_as_int(r2[j]);
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            const int t = __float_as_int(k.f0) * (col[j] + col[j + 1] + col[j + 2]) + 0x4B400000;
+            acc[j][0] = __fadd_rn(
+                __int_as_float(__float_as_int(k.f1) * __float_as_int(r1[j + 1]) + t), -12582912.0f);
+        }
+    } else if (FORM == FORM_BOX) {
         float col[N + 2];
 #pragma unroll
         for (int j = 0; j < N + 2; j++)
@@ -441,7 +471,7 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
 #pragma unroll
     for (int c = 0; c < P; c++) {
         float acc[N][G];
-        plane_sums<FORM, G, N>(k, w0[c], w1[c], w2[c], acc);
+        plane_sums<FORM, G, N, int_box<BPP, P, F, FORM>::on>(k, w0[c], w1[c], w2[c], acc);
 #pragma unroll
         for (int j = 0; j < N; j++)
             e[j][c] =
@@ -504,7 +534,11 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
                         base[c] = F == F_BYTES ? w1[P > 1 ? c : 0][j + 1]
                                                : __fmul_rn(w1[P > 1 ? c : 0][j + 1], 65536.0f);
                 } else if (BPP == 1 && F == F_BYTES) {
-                    base[0] = base[1] = base[2] = w1[0][j + 1];
+                    /* int_box: the byte's bits */
+                    base[0] = base[1] = base[2] =
+                        int_box<BPP, P, F, FORM>::on
+                            ? magic_value(__float_as_uint(w1[0][j + 1]) | (unsigned)MAGIC)
+                            : w1[0][j + 1];
                 } else {
                     /* the window holds channel sums: the centre pixel's bytes */
                     centre_rgb<BPP, F, 0, N>::get(j, dc, dcuv, p.in_rev, base);
@@ -647,7 +681,7 @@ step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int 
                          (int)(row_start<BPP, F>(uvp, bx0) & 15) + threadIdx.x * N, u2);
         }
         float v[P][N + 2];
-        window_values<BPP, P, F>::get(d2, u2, p.in_rev, v);
+        window_values<BPP, P, F, int_box<BPP, P, F, FORM>::on>::get(d2, u2, p.in_rev, v);
         if (all_inside) {
 #pragma unroll
             for (int c = 0; c < P; c++)
@@ -704,6 +738,8 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
             }
     }
     k.f0 = __fmul_rn(p.fc[0], ws), k.f1 = __fmul_rn(p.fc[1], ws);
+    if (int_box<BPP, P, F, FORM>::on) /* integers below 2^16 (form_of) */
+        k.f0 = __int_as_float((int)p.fc[0]), k.f1 = __int_as_float((int)p.fc[1]);
     k.gain = p.gain, k.threshold = p.threshold;
     asm("" : "+f"(k.f0), "+f"(k.f1), "+f"(k.gain), "+f"(k.threshold));
 

@@ -46,10 +46,17 @@ template <int B, int O> static __device__ __forceinline__ float byte_offset(cons
                      -(8388608.0f + (float)O));
 }
 
+/* Byte B of the words d as an integer, its bits in a float register (the
+ * integer box form, see filter_direct_strip.cu's INT_BOX). */
+template <int B> static __device__ __forceinline__ float byte_int(const unsigned *d) {
+    return __uint_as_float(__byte_perm(d[B / 4], 0u, 0x7540 | (B % 4)));
+}
+
 /* Bytes B, B + 1, B + 2 of d summed (an edge channel of three packed
  * channels: the same integer as FUSED's exact sum), as a float: dp4a adds
  * the bytes selected by a 0/1 mask of each word to 2^23's bits. */
-template <int B> static __device__ __forceinline__ float sum3_value(const unsigned *d) {
+template <int B, bool I = false>
+static __device__ __forceinline__ float sum3_value(const unsigned *d) {
     const int k0 = B / 4, k1 = (B + 2) / 4;
     unsigned m0 = 0, m1 = 0;
 #pragma unroll
@@ -59,9 +66,9 @@ template <int B> static __device__ __forceinline__ float sum3_value(const unsign
         else
             m1 |= 1u << 8 * (b % 4);
     }
-    unsigned s = __dp4a(d[k0], m0, (unsigned)MAGIC);
+    unsigned s = __dp4a(d[k0], m0, I ? 0u : (unsigned)MAGIC);
     if (k1 != k0) s = __dp4a(d[k1], m1, s);
-    return magic_value(s);
+    return I ? __uint_as_float(s) : magic_value(s); /* I: the integer's bits */
 }
 
 /* The Y, U, V bytes of the thread's staged pixel TP (TP = 0: column
@@ -148,23 +155,24 @@ template <int F, int P, int END> struct yuv_values<F, P, END, END> {
 };
 
 /* The values of a thread's N + 2 pixels from its words d (the pixels' bytes
- * from byte 0): P planes, R, G, B order for colour. */
-template <int BPP, int P, int J = 0, int END = geo<P>::N + 2> struct pixel_values {
+ * from byte 0): P planes, R, G, B order for colour. I (one plane): the
+ * values as integers, their bits in the floats. */
+template <int BPP, int P, bool I = false, int J = 0, int END = geo<P>::N + 2> struct pixel_values {
     static __device__ __forceinline__ void get(const unsigned *d, int rev, float (*v)[END]) {
         if (BPP == 1) {
-            v[0][J] = byte_value<J>(d);
+            v[0][J] = I ? byte_int<J>(d) : byte_value<J>(d);
         } else if (P == 1) {
-            v[0][J] = sum3_value<BPP * J>(d);
+            v[0][J] = sum3_value<BPP * J, I>(d);
         } else {
             const float c0 = byte_value<BPP * J>(d), c2 = byte_value<BPP * J + 2>(d);
             v[0][J] = rev ? c2 : c0;
             v[P > 1 ? 1 : 0][J] = byte_value<BPP * J + 1>(d);
             v[P > 1 ? 2 : 0][J] = rev ? c0 : c2;
         }
-        pixel_values<BPP, P, J + 1, END>::get(d, rev, v);
+        pixel_values<BPP, P, I, J + 1, END>::get(d, rev, v);
     }
 };
-template <int BPP, int P, int END> struct pixel_values<BPP, P, END, END> {
+template <int BPP, int P, bool I, int END> struct pixel_values<BPP, P, I, END, END> {
     static __device__ __forceinline__ void get(const unsigned *, int, float (*)[END]) {}
 };
 
@@ -180,16 +188,16 @@ static __device__ __forceinline__ void pixel_rgb(const unsigned *d, int rev, flo
 
 /* The window values of the thread's pixels (planes v) from the words of
  * the row: format F's reader. */
-template <int BPP, int P, int F> struct window_values {
+template <int BPP, int P, int F, bool I = false> struct window_values {
     static __device__ __forceinline__ void get(const unsigned *d, const unsigned *duv, int,
                                                float (*v)[geo<P>::N + 2]) {
         yuv_values<F, P>::get(d, duv, v);
     }
 };
-template <int BPP, int P> struct window_values<BPP, P, F_BYTES> {
+template <int BPP, int P, bool I> struct window_values<BPP, P, F_BYTES, I> {
     static __device__ __forceinline__ void get(const unsigned *d, const unsigned *, int rev,
                                                float (*v)[geo<P>::N + 2]) {
-        pixel_values<BPP, P>::get(d, rev, v);
+        pixel_values<BPP, P, I>::get(d, rev, v);
     }
 };
 
