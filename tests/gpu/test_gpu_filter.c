@@ -592,8 +592,9 @@ static void tiny_and_odd_frames_match_the_cpu(void **state) {
  * input and output format; odd sizes, widths not a multiple of 4 nor of the
  * strip kernel's 512 columns, 1-, 2- and 3-row frames, frames tall enough
  * for the strip kernel's strips to wrap its ring of row stages (4K; 37 x
- * 20001), strides padded by odd amounts, input and output pointers at
- * every offset from 16 bytes that selects another store width. */
+ * 20001), strides padded by odd amounts and GRAY8 strides of 16 bytes'
+ * multiple, input and output pointers at every offset from 16 bytes that
+ * selects another store width. */
 static void direct_matches_fused_at_odd_sizes_strides_and_alignments(void **state) {
     if (!g_fused) skip();
     fv_test_seed(26);
@@ -614,7 +615,8 @@ static void direct_matches_fused_at_odd_sizes_strides_and_alignments(void **stat
         {FV_PIXEL_NV12, 10, 4},       {FV_PIXEL_RGBA32, 64, 16},    {FV_PIXEL_RGB24, 513, 2},
         {FV_PIXEL_BGR24, 1025, 3},    {FV_PIXEL_GRAY8, 1029, 1},    {FV_PIXEL_RGBA32, 511, 7},
         {FV_PIXEL_RGB24, 1921, 1079}, {FV_PIXEL_GRAY8, 1921, 1079}, {FV_PIXEL_NV12, 1922, 1080},
-        {FV_PIXEL_RGB24, 3840, 2160}, {FV_PIXEL_GRAY8, 37, 20001},  {FV_PIXEL_RGBA32, 3843, 2161}};
+        {FV_PIXEL_RGB24, 3840, 2160}, {FV_PIXEL_GRAY8, 37, 20001},  {FV_PIXEL_RGBA32, 3843, 2161},
+        {FV_PIXEL_GRAY8, 1000, 37},   {FV_PIXEL_GRAY8, 1008, 9},    {FV_PIXEL_GRAY8, 3840, 2160}};
     const size_t out_offs[4] = {0, 8, 4, 3}; /* 16-, 8-, 4-byte and byte stores */
     size_t cases = 0, exact = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
@@ -651,7 +653,14 @@ static void direct_matches_fused_at_odd_sizes_strides_and_alignments(void **stat
                     d.threshold = (i + (size_t)k + (size_t)al) % 5 == 4 ? 60.5f : 0.0f;
                     d.engine = FV_FILTER_ENGINE_DIRECT;
                     const fv_pixel_format of = out_fmts[(i + (size_t)k + (size_t)o + al) % 4];
-                    frame fin = frame_make(d.format, d.width, d.height, (size_t)(k % 3) * 3);
+                    /* input strides: 3 or 6 bytes of padding; for GRAY8, kinds 0, 3, 6
+                     * and 9 pad to 16 bytes' multiple (the strip kernel's planned
+                     * staging) */
+                    const size_t pad = k % 3 ? (size_t)(k % 3) * 3
+                                       : d.format == FV_PIXEL_GRAY8
+                                           ? (16 - (size_t)d.width % 16) % 16
+                                           : 0;
+                    frame fin = frame_make(d.format, d.width, d.height, pad);
                     frame fout = frame_make(of, d.width, d.height, i % 3);
                     const size_t in_off = (i + (size_t)k) % 4, out_off = out_offs[al];
                     unsigned char *in = malloc(fin.bytes), *got = malloc(fout.bytes + 16);

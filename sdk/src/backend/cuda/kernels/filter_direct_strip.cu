@@ -94,19 +94,21 @@ struct strip_params {
 /* How a thread sums its 3 x 3 taps (see form_of). */
 enum { FORM_TAPS = 0, FORM_BOX = 1, FORM_SEP = 2 };
 
-/* -DFV_FILTER_INT_BOX=1 (an A/B knob, default 0; prepared in session 45,
- * not timed): the box form of byte input (GRAY8, and the channel sums of
- * RGB24 and RGBA32, to one edge plane) in integers. The window holds the
- * bytes (or sums) as integers, their bits in the float registers: the read
- * skips each pixel's magic-number FADD; a column sum and a 3 x 3 sum are
- * one three-input IADD3 each instead of two FADDs; c * box + (m - c) *
- * centre two IMADs, one adding the bits of 1.5 * 2^23, so that one
- * FADD makes the float (|sum| < 2^16 by form_of: exact). The same sums
- * exactly, so the same floats: about 20 instructions fewer for 8 pixels
- * of about 270, counted from the source (the SASS not seen yet). ptxas
- * sm_90: the same registers but for RGB24's thresholded kernel (80 -> 96). */
+/* FV_FILTER_INT_BOX (default 1; 0 for an A/B): the box form of byte input
+ * (GRAY8, and the channel sums of RGB24 and RGBA32, to one edge plane) in
+ * integers. The window holds the bytes (or sums) as integers, their bits
+ * in the float registers: the read skips each pixel's magic-number FADD; a
+ * column sum and a 3 x 3 sum are one three-input IADD3 each instead of two
+ * FADDs; c * box + (m - c) * centre two IMADs, one adding the bits of 1.5
+ * * 2^23, so that one FADD makes the float (|sum| < 2^16 by form_of:
+ * exact). The same sums exactly, so the same floats. Predicted 0.92-0.95x
+ * for the GRAY8 Laplacian (about 20 of 270 instructions for 8 pixels, from
+ * the source); measured (H200, session 46, against 0): 0.98-0.99x for the
+ * Laplacian of GRAY8, RGB24 and RGBA32, Sobel unchanged. Nsight Compute
+ * then counted 29.1 instructions a pixel for the 4K GRAY8 Laplacian
+ * (session 44: 38.6). */
 #ifndef FV_FILTER_INT_BOX
-#define FV_FILTER_INT_BOX 0
+#define FV_FILTER_INT_BOX 1
 #endif
 template <int BPP, int P, int F, int FORM> struct int_box {
     static const bool on = FV_FILTER_INT_BOX != 0 && F == F_BYTES && P == 1 && FORM == FORM_BOX;
@@ -199,6 +201,34 @@ template <int BPP, int F> struct flat_stage {
         FV_FILTER_FLAT_STAGE == 2 || (FV_FILTER_FLAT_STAGE == 1 && BPP == 1 && F == F_BYTES);
 };
 
+/* Staged padding (FV_FILTER_STAGED_PAD: 0 none; 1 GRAY8 input's kernels;
+ * 2, the default, every byte input's): for byte input a zero byte is a
+ * zero value, so the ring holds the frame's zero padding itself: rows
+ * above and below the frame are staged as zeros (their chunks zero-filled,
+ * at the nearest row's alignment), as the bytes left and right of a row
+ * already are (stage_sub), and a row step reads every row and column
+ * unmasked. Nsight Compute (H200, the 4K GRAY8 Laplacian, session 46): a
+ * row step's guard, the window's zeroing (CS2R) and the column masks took
+ * about 13 of 130 instructions for 8 pixels, at every row. YUV input keeps
+ * the masks (zero bytes are not zero values there). Measured (H200,
+ * session 46, against none): GRAY8 0.94-0.98x the time (with the planned
+ * staging below 0.89-0.94x); RGB24 and RGBA32 (=2 against =1) 0.94-0.98x,
+ * though RGB24's threshold-free Laplacian kernel takes 96 registers, not 80. */
+#ifndef FV_FILTER_STAGED_PAD
+#define FV_FILTER_STAGED_PAD 2
+#endif
+template <int BPP, int F> struct staged_pad {
+    static const bool on =
+        F == F_BYTES && (FV_FILTER_STAGED_PAD == 2 || (FV_FILTER_STAGED_PAD == 1 && BPP == 1));
+};
+
+/* The row staged for input row gy of byte input with staged padding: the
+ * nearest row of the frame (a row outside it is staged as zeros with that
+ * row's alignment, and read with it). */
+static __device__ __forceinline__ const unsigned char *staged_row(const strip_params &p, int gy) {
+    return p.in + (size_t)min(max(gy, 0), p.height - 1) * p.in_stride;
+}
+
 /* Stage g's R rows (input rows ys - 1 + g * R ...) into stage, as one run
  * of (sub-row, chunk) pairs: each sub-row NC chunks from its first staged
  * byte's chunk (NC covers the staged bytes from any offset, and fits in
@@ -216,20 +246,88 @@ static __device__ __forceinline__ void stage_flat(const strip_params &p, unsigne
     for (int k = threadIdx.x; k < R * S * NC; k += T) {
         const int q = k / NC, c = k - q * NC, r = q / S, uv = q - r * S;
         const int i = g * R + r, gy = ys - 1 + i;
-        if (i >= n_in || gy < 0 || gy >= p.height) continue;
-        const unsigned char *rowp =
-            uv ? p.uv + (size_t)(gy / 2) * p.uv_stride : p.in + (size_t)gy * p.in_stride;
+        const bool in_frame = gy >= 0 && gy < p.height;
+        if (i >= n_in || (!staged_pad<BPP, F>::on && !in_frame)) continue;
+        const unsigned char *rowp = uv                       ? p.uv + (size_t)(gy / 2) * p.uv_stride
+                                    : staged_pad<BPP, F>::on ? staged_row(p, gy)
+                                                             : p.in + (size_t)gy * p.in_stride;
+        const int rr = in_frame ? rb : 0; /* a padding row: no byte of it is read */
         const uintptr_t lo = row_start<BPP, F>(rowp, bx0);
         const int o = (int)((lo & ~(uintptr_t)15) - (uintptr_t)rowp) + 16 * c;
-        const bool inside = o < rb && o > -16;
+        const bool inside = o < rr && o > -16;
         const unsigned char *at = (const unsigned char *)(lo & ~(uintptr_t)15) + 16 * c;
         unsigned char *d = stage + r * L::ROW + uv * L::SUB + 16 * c;
-        if (inside && (o < 0 || o > rb - 16)) {
+        if (inside && (o < 0 || o > rr - 16)) {
 #pragma unroll(ROLL ? 1 : 16)
             for (int b = 0; b < 16; b++)
-                d[b] = o + b >= 0 && o + b < rb ? at[b] : 0;
+                d[b] = o + b >= 0 && o + b < rr ? at[b] : 0;
         } else {
             fv_k::copy_async<16>(d, inside ? (const void *)at : (const void *)rowp, inside);
+        }
+    }
+}
+
+/* A planned flat staging (FV_FILTER_FLAT_PLAN, default 1; 0 for an A/B):
+ * where every row of byte input has the frame's alignment (a stride of 16
+ * bytes' multiple, checked once a block), a thread's chunks sit at the same
+ * place in every stage, and their offsets in the row and their checks
+ * against its ends are the same in every row: planned once a thread
+ * (flat_plan), each stage's chunk is then its row's address, one compare
+ * for the strip's end, one for the frame's, and the copy. Nsight Compute
+ * (H200, the 4K GRAY8 Laplacian, session 46): stage_flat's chunks took
+ * 35-60 instructions each, 3.9 of 29 a pixel. */
+#ifndef FV_FILTER_FLAT_PLAN
+#define FV_FILTER_FLAT_PLAN 1
+#endif
+template <int BPP, int F, int P> struct flat_plan {
+    typedef layout<BPP, F, P> L;
+    static const bool on =
+        FV_FILTER_FLAT_PLAN != 0 && flat_stage<BPP, F>::on && staged_pad<BPP, F>::on && F != F_NV12;
+    static const int NC = ((L::BW + 2 * L::LEAD) * BPP + 15 + 15) / 16; /* as stage_flat's */
+    static const int U = (R * NC + T - 1) / T; /* chunks a thread a stage, at most */
+    static_assert(R * L::ROW < (1 << 16), "a chunk's place in a stage fits 16 bits");
+    int off[U];       /* the chunk's first byte from its row's */
+    unsigned meta[U]; /* bits 0-15: its place in the stage; 16-23: its row in the stage;
+                         29: a chunk of this thread; 30: in the row (bytes of it);
+                         31: partly (the row's first or last chunk) */
+    /* the plan of a block whose first column is bx0 (byte input, rows of
+     * the frame's alignment) */
+    __device__ __forceinline__ void make(const strip_params &p, int bx0) {
+        const uintptr_t lo = row_start<BPP, F>(p.in, bx0);
+        const int o0 = (int)((lo & ~(uintptr_t)15) - (uintptr_t)p.in), rb = p.width * BPP;
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int k = threadIdx.x + u * T, r = k / NC, c = k - r * NC, o = o0 + 16 * c;
+            off[u] = o;
+            meta[u] = k < R * NC ? (unsigned)(r * L::ROW + 16 * c) | (unsigned)r << 16 | 1u << 29 |
+                                       (unsigned)(o < rb && o > -16) << 30 |
+                                       (unsigned)(o < 0 || o > rb - 16) << 31
+                                 : 0u;
+        }
+    }
+};
+
+/* stage_flat by the plan fp (flat_plan). */
+template <int BPP, int F, int P, bool ROLL>
+static __device__ __forceinline__ void stage_planned(const strip_params &p, unsigned char *stage,
+                                                     int g, int ys, int n_in,
+                                                     const flat_plan<BPP, F, P> &fp) {
+    const int rb = p.width * BPP;
+#pragma unroll
+    for (int u = 0; u < flat_plan<BPP, F, P>::U; u++) {
+        const unsigned m = fp.meta[u];
+        const int i = g * R + (int)(m >> 16 & 0xFFu), gy = ys - 1 + i;
+        if (!(m >> 29 & 1u) || i >= n_in) continue;
+        const unsigned char *rowp = staged_row(p, gy);
+        const bool inside = gy >= 0 && gy < p.height && (m >> 30 & 1u);
+        const int o = fp.off[u];
+        unsigned char *d = stage + (m & 0xFFFFu);
+        if (inside && (m >> 31)) {
+#pragma unroll(ROLL ? 1 : 16)
+            for (int b = 0; b < 16; b++)
+                d[b] = o + b >= 0 && o + b < rb ? rowp[o + b] : 0;
+        } else {
+            fv_k::copy_async<16>(d, inside ? (const void *)(rowp + o) : (const void *)rowp, inside);
         }
     }
 }
@@ -239,18 +337,24 @@ static __device__ __forceinline__ void stage_flat(const strip_params &p, unsigne
  * same groups, so the waits count alike). */
 template <int BPP, int F, int P, bool ROLL>
 static __device__ __forceinline__ void stage_rows(const strip_params &p, unsigned char *sm, int g,
-                                                  int ys, int n_in, int bx0) {
+                                                  int ys, int n_in, int bx0,
+                                                  const flat_plan<BPP, F, P> &fp, bool planned) {
     typedef layout<BPP, F, P> L;
     unsigned char *stage = sm + (g % L::NST) * R * L::ROW;
-    if (flat_stage<BPP, F>::on) {
+    if (flat_plan<BPP, F, P>::on && planned) {
+        stage_planned<BPP, F, P, ROLL>(p, stage, g, ys, n_in, fp);
+    } else if (flat_stage<BPP, F>::on) {
         stage_flat<BPP, F, P, ROLL>(p, stage, g, ys, n_in, bx0);
     } else {
 #pragma unroll(ROLL ? 1 : R)
         for (int r = 0; r < R; r++) {
             const int i = g * R + r, gy = ys - 1 + i;
-            if (i >= n_in || gy < 0 || gy >= p.height) continue;
-            stage_sub<BPP, F, P, ROLL>(stage + r * L::ROW, p.in + (size_t)gy * p.in_stride,
-                                       (size_t)p.width * BPP, bx0);
+            const bool in_frame = gy >= 0 && gy < p.height;
+            if (i >= n_in || (!staged_pad<BPP, F>::on && !in_frame)) continue;
+            stage_sub<BPP, F, P, ROLL>(stage + r * L::ROW,
+                                       staged_pad<BPP, F>::on ? staged_row(p, gy)
+                                                              : p.in + (size_t)gy * p.in_stride,
+                                       in_frame ? (size_t)p.width * BPP : 0, bx0);
             if (F == F_NV12)
                 stage_sub<BPP, F, P, ROLL>(stage + r * L::ROW + L::SUB,
                                            p.uv + (size_t)(gy / 2) * p.uv_stride, (size_t)p.width,
@@ -671,8 +775,9 @@ step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int 
     typedef layout<BPP, F, P> L;
     const int N = L::N;
     const int gy = ys - 1 + i;
-    if (active && gy >= 0 && gy < p.height) {
-        const unsigned char *rowp = p.in + (size_t)gy * p.in_stride;
+    const bool pad = staged_pad<BPP, F>::on; /* the staged zeros are the padding */
+    if (pad || (active && gy >= 0 && gy < p.height)) {
+        const unsigned char *rowp = pad ? staged_row(p, gy) : p.in + (size_t)gy * p.in_stride;
         words<L::NW>(stage + r * L::ROW,
                      (int)(row_start<BPP, F>(rowp, bx0) & 15) + threadIdx.x * N * BPP, d2);
         if (F == F_NV12) {
@@ -682,7 +787,7 @@ step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int 
         }
         float v[P][N + 2];
         window_values<BPP, P, F, int_box<BPP, P, F, FORM>::on>::get(d2, u2, p.in_rev, v);
-        if (all_inside) {
+        if (pad || all_inside) {
 #pragma unroll
             for (int c = 0; c < P; c++)
 #pragma unroll
@@ -710,8 +815,23 @@ step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int 
 /* BPP: input bytes per pixel (1, 3, 4; YUYV and UYVY 2; NV12 1, its Y
  * plane); P: planes (1, or 3 for colour edges of a colour input); G:
  * kernels (2 for gradient pairs); F: the input format's family. */
+/* -DFV_FILTER_RGBA_MINB=M (an A/B knob, default 0: none): at least M
+ * blocks an SM for RGBA32 input to one edge plane, whose kernels take 96
+ * registers (5 blocks) where the others take 80 (6); 0 leaves the bound
+ * as it is (ptxas: __launch_bounds__(T, 0) is __launch_bounds__(T), while
+ * (T, 1) lets the others take up to 128 registers). Measured (H200,
+ * session 46), 6: 72-80 registers, RGBA32 Laplacian at 4K 0.98-0.99x, at
+ * 1080p 1.01x, Sobel at 1080p 1.02-1.03x: not kept. */
+#ifndef FV_FILTER_RGBA_MINB
+#define FV_FILTER_RGBA_MINB 0
+#endif
+template <int BPP, int P, int F> struct min_blocks {
+    static const int n = F == F_BYTES && BPP == 4 && P == 1 ? FV_FILTER_RGBA_MINB : 0;
+};
+
 template <int BPP, int P, int G, int F, int FORM, bool ROLL, bool THR>
-static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) {
+static __global__ void __launch_bounds__(T, (min_blocks<BPP, P, F>::n))
+    filter_strip_kernel(strip_params p) {
     typedef layout<BPP, F, P> L;
     const int N = L::N;
     extern __shared__ __align__(16) unsigned char sm[];
@@ -720,9 +840,13 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
     const int ye = min(ys + p.strip, p.height);
     const int n_in = ye - ys + 2; /* input rows ys - 1 .. ye */
     const int groups = (n_in + R - 1) / R;
+    /* the planned staging: rows of the frame's alignment */
+    flat_plan<BPP, F, P> fp;
+    const bool planned = flat_plan<BPP, F, P>::on && p.in_stride % 16 == 0;
+    if (flat_plan<BPP, F, P>::on) fp.make(p, bx0);
 #pragma unroll(ROLL ? 1 : L::NST - 1)
     for (int g = 0; g < L::NST - 1; g++)
-        stage_rows<BPP, F, P, ROLL>(p, sm, g, ys, n_in, bx0);
+        stage_rows<BPP, F, P, ROLL>(p, sm, g, ys, n_in, bx0, fp, planned);
 
     consts<G> k;
     /* YUV values come scaled by 2^-16 (yuv_values): the weights carry 2^16,
@@ -781,7 +905,7 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
             if (r == 0) {
                 fv_k::copy_wait<L::NST - 2>(); /* stage g has landed (this thread's copies) */
                 __syncthreads();               /* everyone's; and stage g - 1 is free */
-                stage_rows<BPP, F, P, ROLL>(p, sm, g + L::NST - 1, ys, n_in, bx0);
+                stage_rows<BPP, F, P, ROLL>(p, sm, g + L::NST - 1, ys, n_in, bx0, fp, planned);
             }
             const unsigned char *stage = sm + (g % L::NST) * R * L::ROW;
             step<BPP, P, G, F, FORM, THR>(p, k, stage, r, i, ys, bx0, x0, inside, all_inside,
@@ -800,7 +924,7 @@ static __global__ void __launch_bounds__(T) filter_strip_kernel(strip_params p) 
         for (int g = 0; g < groups; g++) {
             fv_k::copy_wait<L::NST - 2>(); /* stage g has landed (this thread's copies) */
             __syncthreads();               /* everyone's; and stage g - 1 is free */
-            stage_rows<BPP, F, P, ROLL>(p, sm, g + L::NST - 1, ys, n_in, bx0);
+            stage_rows<BPP, F, P, ROLL>(p, sm, g + L::NST - 1, ys, n_in, bx0, fp, planned);
             const unsigned char *stage = sm + (g % L::NST) * R * L::ROW;
             /* each input row takes the oldest row's registers: the roles turn
              * with the rows, and after R = 3 rows they are A, B, C again (no
