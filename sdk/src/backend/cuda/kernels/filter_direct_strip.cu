@@ -279,6 +279,20 @@ static __device__ __forceinline__ void stage_flat(const strip_params &p, unsigne
 #ifndef FV_FILTER_FLAT_PLAN
 #define FV_FILTER_FLAT_PLAN 1
 #endif
+/* -DFV_FILTER_PLAN_OFFSET=1 (an A/B knob, default 0; prepared in session
+ * 46, tested, not timed): planned kernels get instances of their own
+ * (PLAN, chosen at launch where the stride is 16 bytes' multiple), whose
+ * row steps read every staged row at the first row's offset, computed once
+ * a thread, instead of from each row's address: about 10 instructions a
+ * row step of 8 pixels (Nsight Compute, H200, session 46; 1.2 of 25.5 a
+ * pixel for the 4K GRAY8 Laplacian). ptxas sm_90 gave those instances 88-96
+ * registers: they are bound to 6 blocks an SM (80, no spills). With 1,
+ * test_gpu_filter passed in full on the H200 (session 46); predicted
+ * 0.95-0.97x for GRAY8 input at 4K. 0: the kernels of 3988e28. */
+#ifndef FV_FILTER_PLAN_OFFSET
+#define FV_FILTER_PLAN_OFFSET 0
+#endif
+const bool PLAN_OFFSET = FV_FILTER_PLAN_OFFSET != 0;
 template <int BPP, int F, int P> struct flat_plan {
     typedef layout<BPP, F, P> L;
     static const bool on =
@@ -768,18 +782,22 @@ template <int BPP, int P, int G, int F, int FORM, bool THR>
 static __device__ __forceinline__ void
 step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int r, int i, int ys,
      int bx0, int x0, unsigned inside, bool all_inside, bool active, unsigned *obuf, bool fast_gray,
-     const float (&w0)[P][geo<P>::N + 2], const float (&w1)[P][geo<P>::N + 2],
-     float (&w2)[P][geo<P>::N + 2], const unsigned (&d1)[layout<BPP, F, P>::NW],
-     unsigned (&d2)[layout<BPP, F, P>::NW], const unsigned (&u1)[layout<BPP, F, P>::NW],
-     unsigned (&u2)[layout<BPP, F, P>::NW]) {
+     bool planned, int o_plan, const float (&w0)[P][geo<P>::N + 2],
+     const float (&w1)[P][geo<P>::N + 2], float (&w2)[P][geo<P>::N + 2],
+     const unsigned (&d1)[layout<BPP, F, P>::NW], unsigned (&d2)[layout<BPP, F, P>::NW],
+     const unsigned (&u1)[layout<BPP, F, P>::NW], unsigned (&u2)[layout<BPP, F, P>::NW]) {
     typedef layout<BPP, F, P> L;
     const int N = L::N;
     const int gy = ys - 1 + i;
     const bool pad = staged_pad<BPP, F>::on; /* the staged zeros are the padding */
     if (pad || (active && gy >= 0 && gy < p.height)) {
         const unsigned char *rowp = pad ? staged_row(p, gy) : p.in + (size_t)gy * p.in_stride;
+        /* planned (FV_FILTER_PLAN_OFFSET): every row's offset is the first's */
         words<L::NW>(stage + r * L::ROW,
-                     (int)(row_start<BPP, F>(rowp, bx0) & 15) + threadIdx.x * N * BPP, d2);
+                     PLAN_OFFSET && planned
+                         ? o_plan
+                         : (int)(row_start<BPP, F>(rowp, bx0) & 15) + threadIdx.x * N * BPP,
+                     d2);
         if (F == F_NV12) {
             const unsigned char *uvp = p.uv + (size_t)(gy / 2) * p.uv_stride;
             words<L::NW>(stage + r * L::ROW + L::SUB,
@@ -829,8 +847,8 @@ template <int BPP, int P, int F> struct min_blocks {
     static const int n = F == F_BYTES && BPP == 4 && P == 1 ? FV_FILTER_RGBA_MINB : 0;
 };
 
-template <int BPP, int P, int G, int F, int FORM, bool ROLL, bool THR>
-static __global__ void __launch_bounds__(T, (min_blocks<BPP, P, F>::n))
+template <int BPP, int P, int G, int F, int FORM, bool ROLL, bool THR, bool PLAN>
+static __global__ void __launch_bounds__(T, (PLAN_OFFSET && PLAN ? 6 : min_blocks<BPP, P, F>::n))
     filter_strip_kernel(strip_params p) {
     typedef layout<BPP, F, P> L;
     const int N = L::N;
@@ -842,8 +860,10 @@ static __global__ void __launch_bounds__(T, (min_blocks<BPP, P, F>::n))
     const int groups = (n_in + R - 1) / R;
     /* the planned staging: rows of the frame's alignment */
     flat_plan<BPP, F, P> fp;
-    const bool planned = flat_plan<BPP, F, P>::on && p.in_stride % 16 == 0;
-    if (flat_plan<BPP, F, P>::on) fp.make(p, bx0);
+    /* PLAN: the launch checked the stride (PLAN_OFFSET); else here */
+    const bool planned = PLAN_OFFSET ? PLAN : flat_plan<BPP, F, P>::on && p.in_stride % 16 == 0;
+    if (PLAN_OFFSET ? PLAN : flat_plan<BPP, F, P>::on) fp.make(p, bx0);
+    const int o_plan = (int)(row_start<BPP, F>(p.in, bx0) & 15) + threadIdx.x * N * BPP;
 #pragma unroll(ROLL ? 1 : L::NST - 1)
     for (int g = 0; g < L::NST - 1; g++)
         stage_rows<BPP, F, P, ROLL>(p, sm, g, ys, n_in, bx0, fp, planned);
@@ -909,7 +929,8 @@ static __global__ void __launch_bounds__(T, (min_blocks<BPP, P, F>::n))
             }
             const unsigned char *stage = sm + (g % L::NST) * R * L::ROW;
             step<BPP, P, G, F, FORM, THR>(p, k, stage, r, i, ys, bx0, x0, inside, all_inside,
-                                          active, obuf, fast_gray, wa, wb, wc, db, dc, ub, uc);
+                                          active, obuf, fast_gray, planned, o_plan, wa, wb, wc, db,
+                                          dc, ub, uc);
 #pragma unroll
             for (int c = 0; c < P; c++)
 #pragma unroll
@@ -932,18 +953,21 @@ static __global__ void __launch_bounds__(T, (min_blocks<BPP, P, F>::n))
             const int i = g * R;
             if (i >= n_in) break;
             step<BPP, P, G, F, FORM, THR>(p, k, stage, 0, i, ys, bx0, x0, inside, all_inside,
-                                          active, obuf, fast_gray, wb, wc, wa, dc, da, uc, ua);
+                                          active, obuf, fast_gray, planned, o_plan, wb, wc, wa, dc,
+                                          da, uc, ua);
             if (i + 1 >= n_in) break;
             step<BPP, P, G, F, FORM, THR>(p, k, stage, 1, i + 1, ys, bx0, x0, inside, all_inside,
-                                          active, obuf, fast_gray, wc, wa, wb, da, db, ua, ub);
+                                          active, obuf, fast_gray, planned, o_plan, wc, wa, wb, da,
+                                          db, ua, ub);
             if (i + 2 >= n_in) break;
             step<BPP, P, G, F, FORM, THR>(p, k, stage, 2, i + 2, ys, bx0, x0, inside, all_inside,
-                                          active, obuf, fast_gray, wa, wb, wc, db, dc, ub, uc);
+                                          active, obuf, fast_gray, planned, o_plan, wa, wb, wc, db,
+                                          dc, ub, uc);
         }
     }
 }
 
-template <int BPP, int P, int G, int F, int FORM, bool ROLL, bool THR>
+template <int BPP, int P, int G, int F, int FORM, bool ROLL, bool THR, bool PLAN>
 static fv_status launch_k(cudaStream_t s, const strip_params &base) {
     typedef layout<BPP, F, P> L;
     const size_t smem = L::SMEM + (size_t)(T / 32) * OBUF_WORDS * 4;
@@ -959,14 +983,14 @@ static fv_status launch_k(cudaStream_t s, const strip_params &base) {
     int per_sm = dev >= 0 && dev < MAX_DEVICES ? per_sm_of[dev] : 0;
     if (per_sm == 0) {
         /* registers allow several blocks an SM: ask for the shared memory they need */
-        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR>,
+        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR, PLAN>,
                                          cudaFuncAttributePreferredSharedMemoryCarveout,
                                          (int)cudaSharedmemCarveoutMaxShared));
-        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR>,
+        FV_CUDA_TRY(cudaFuncSetAttribute(filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR, PLAN>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         int n = 0;
         FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &n, filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR>, T, smem));
+            &n, filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR, PLAN>, T, smem));
         per_sm = n > 0 ? n : 1;
         if (dev >= 0 && dev < MAX_DEVICES) per_sm_of[dev] = per_sm;
     }
@@ -979,7 +1003,7 @@ static fv_status launch_k(cudaStream_t s, const strip_params &base) {
     if (strip < (base.height + 65534) / 65535) strip = (base.height + 65534) / 65535;
     p.strip = (int)strip;
     const dim3 grid((unsigned)gx, (unsigned)((base.height + strip - 1) / strip));
-    filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR><<<grid, T, smem, s>>>(p);
+    filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR, PLAN><<<grid, T, smem, s>>>(p);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }
@@ -994,8 +1018,16 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
     const bool roll = F == F_NV12 || (P == 3 && G == 2) || (F == F_BYTES && BPP >= 3 && P == 1);
     /* THR: the threshold step, only where there is a threshold (LEAN; else
      * one instance, with it) */
-    if (!(base.threshold > 0.0f)) return launch_k<BPP, P, G, F, FORM, roll, !LEAN>(s, base);
-    return launch_k<BPP, P, G, F, FORM, roll, true>(s, base);
+    /* PLAN: the planned staging (flat_plan), where every row has the
+     * frame's alignment; an instance of its own, so that the row steps
+     * take the first row's offset for every row (FV_FILTER_PLAN_OFFSET) */
+    const bool pl = PLAN_OFFSET && flat_plan<BPP, F, P>::on;
+    if (pl && base.in_stride % 16 == 0) {
+        if (!(base.threshold > 0.0f)) return launch_k<BPP, P, G, F, FORM, roll, !LEAN, pl>(s, base);
+        return launch_k<BPP, P, G, F, FORM, roll, true, pl>(s, base);
+    }
+    if (!(base.threshold > 0.0f)) return launch_k<BPP, P, G, F, FORM, roll, !LEAN, false>(s, base);
+    return launch_k<BPP, P, G, F, FORM, roll, true, false>(s, base);
 }
 /* planes: 1 or 3 (colour edges of a colour input); form: form_of's (pairs:
  * FORM_SEP, or FORM_TAPS for two kernels of another form; one kernel:
