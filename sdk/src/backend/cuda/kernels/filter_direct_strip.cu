@@ -211,8 +211,9 @@ template <int BPP, int F> struct flat_stage {
  * row step's guard, the window's zeroing (CS2R) and the column masks took
  * about 13 of 130 instructions for 8 pixels, at every row. YUV input keeps
  * the masks (zero bytes are not zero values there). Measured (H200,
- * session 46, against none): GRAY8 0.94-0.98x the time (with the planned
- * staging below 0.89-0.94x); RGB24 and RGBA32 (=2 against =1) 0.94-0.98x,
+ * session 46, against none): GRAY8 0.91-0.98x the time (with the planned
+ * staging below 0.89-0.94x, but 1.02x for 4K Sobel to RGB24); RGB24 and
+ * RGBA32 (=2 against =1) 0.94-0.98x,
  * though RGB24's threshold-free Laplacian kernel takes 96 registers, not 80. */
 #ifndef FV_FILTER_STAGED_PAD
 #define FV_FILTER_STAGED_PAD 2
