@@ -280,18 +280,18 @@ static __device__ __forceinline__ void stage_flat(const strip_params &p, unsigne
 #ifndef FV_FILTER_FLAT_PLAN
 #define FV_FILTER_FLAT_PLAN 1
 #endif
-/* -DFV_FILTER_PLAN_OFFSET=1 (an A/B knob, default 0; prepared in session
- * 46, tested, not timed): planned kernels get instances of their own
- * (PLAN, chosen at launch where the stride is 16 bytes' multiple), whose
- * row steps read every staged row at the first row's offset, computed once
- * a thread, instead of from each row's address: about 10 instructions a
- * row step of 8 pixels (Nsight Compute, H200, session 46; 1.2 of 25.5 a
- * pixel for the 4K GRAY8 Laplacian). ptxas sm_90 gave those instances 88-96
- * registers: they are bound to 6 blocks an SM (80, no spills). With 1,
- * test_gpu_filter passed in full on the H200 (session 46); predicted
- * 0.95-0.97x for GRAY8 input at 4K. 0: the kernels of 3988e28. */
+/* FV_FILTER_PLAN_OFFSET (default 1; 0 for an A/B): planned kernels get
+ * instances of their own (PLAN, chosen at launch where the stride is 16
+ * bytes' multiple), whose row steps read every staged row at the first
+ * row's offset, computed once a thread, instead of from each row's
+ * address: about 10 instructions a row step of 8 pixels (Nsight Compute,
+ * H200, session 46; 1.2 of 25.5 a pixel for the 4K GRAY8 Laplacian).
+ * ptxas sm_90 gave those instances 88-96 registers: they are bound to
+ * FV_FILTER_PLAN_MINB blocks an SM (6: 80, no spills). Predicted 0.95-0.97x
+ * for GRAY8 input at 4K; measured (H200, session 47, against 0): GRAY8
+ * input 0.918-0.951x at 4K and 1080p, RGB24 (not planned) 0.995-1.004x. */
 #ifndef FV_FILTER_PLAN_OFFSET
-#define FV_FILTER_PLAN_OFFSET 0
+#define FV_FILTER_PLAN_OFFSET 1
 #endif
 const bool PLAN_OFFSET = FV_FILTER_PLAN_OFFSET != 0;
 template <int BPP, int F, int P> struct flat_plan {
@@ -575,6 +575,43 @@ template <int BPP, int P, int F, int FORM> struct gray_out {
 #endif
 const bool HOIST = FV_FILTER_HOIST != 0;
 
+/* emit_row's store paths decided once a thread (fast_mode). */
+enum { FAST_NONE = 0, FAST_GRAY = 1, FAST_RGB = 2, FAST_RGBA = 3 };
+/* FV_FILTER_FAST_COLOR (default 1; 0 for an A/B): one edge plane to RGB24,
+ * BGR24 or RGBA32 without overlay, every byte of a pixel the same, has a
+ * path of its own, decided once a thread: the bytes packed by byte
+ * permutes (one PRMT a word) and stored without the per-row checks.
+ * Nsight Compute (H200, session 47, the 4K RGB24 Sobel to RGB24): of the
+ * 295 instructions of an output row of 8 pixels, about 50 packed the three
+ * copies of each byte into words (shifts, ORs and register copies) and
+ * about 50 chose and checked the coalesced store (the format switch, the
+ * active mask, the alignment, the warp's vote) at every row; p.overlay was
+ * reloaded from a spill at every row. RGB: the warp's 32 x 3 N bytes are
+ * contiguous, staged through obuf and stored as 16-byte chunks (the warp
+ * in the frame and the output 16-byte aligned, checked once). Predicted
+ * 0.86-0.95x for one plane to RGB24 (8-14% of the instructions); measured
+ * (H200, session 47, against 0, GRAY8, RGB24 and YUYV input, Laplacian
+ * and Sobel, 4K and 1080p): to RGB24 0.80-0.98x (1080p YUYV 1.01-1.02x),
+ * to RGBA32 0.67-0.92x, GRAY8 out 0.97-1.01x; Nsight Compute: the 4K RGB24
+ * Sobel to RGB24 71.7 -> 63.3 instructions a pixel (the row's emit 295 ->
+ * 227). */
+#ifndef FV_FILTER_FAST_COLOR
+#define FV_FILTER_FAST_COLOR 1
+#endif
+template <int P, int FORM>
+static __device__ __forceinline__ int fast_color(const strip_params &p, int x0, int N,
+                                                 bool warp_full) {
+    /* the built-in forms only: FORM_TAPS kernels took 8-32 more registers
+     * with it (ptxas, sm_90), as with gray_out */
+    if (!FV_FILTER_FAST_COLOR || !HOIST || P != 1 || FORM == FORM_TAPS || p.overlay)
+        return FAST_NONE;
+    const bool aligned = ((unsigned)(uintptr_t)p.out | (unsigned)p.out_stride) % 16u == 0;
+    if (p.out_format == FV_PIXEL_RGBA32 && aligned && x0 + N <= p.width) return FAST_RGBA;
+    if ((p.out_format == FV_PIXEL_RGB24 || p.out_format == FV_PIXEL_BGR24) && aligned && warp_full)
+        return FAST_RGB;
+    return FAST_NONE;
+}
+
 /* Output row y from the window w0, w1, w2 (rows y - 1, y, y + 1; the
  * thread's N + 2 columns from x0 - 1) and, for overlay of one edge channel
  * from colour input, the centre row's words dc (and NV12's UV words dcuv).
@@ -584,7 +621,7 @@ static __device__ __forceinline__ void
 emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
          const float (&w0)[P][geo<P>::N + 2], const float (&w1)[P][geo<P>::N + 2],
          const float (&w2)[P][geo<P>::N + 2], const unsigned *dc, const unsigned *dcuv,
-         unsigned *obuf, bool fast_gray) {
+         unsigned *obuf, int fast) {
     const int N = geo<P>::N;
     float e[N][P]; /* edge values */
 #pragma unroll
@@ -609,7 +646,7 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
      * (H200); it gave three FORM_TAPS instances 96 registers instead of 80
      * (ptxas, sm_90). Other outputs' stores this way were slower. */
     const bool gray_path = gray_out<BPP, P, F, FORM>::on;
-    if (HOIST ? fast_gray
+    if (HOIST ? fast == FAST_GRAY
               : gray_path && !p.overlay && p.out_format == FV_PIXEL_GRAY8 && x0 + N <= p.width) {
         unsigned w[N / 4];
 #pragma unroll
@@ -631,6 +668,41 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
         } else {
             store_words<N>(at, w);
         }
+        return;
+    }
+    if (P == 1 && FORM != FORM_TAPS && (fast == FAST_RGB || fast == FAST_RGBA)) {
+        /* one edge byte a pixel in every colour channel, the warp's or the
+         * thread's stores aligned (fast_mode): the words are byte
+         * permutations of the N bytes (PRMT), one a word */
+        unsigned v[N];
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            v[j] = unpack_byte<CVT, LEAN>(e[j][0]);
+        unsigned char *row = p.out + (size_t)y * p.out_stride;
+        if (fast == FAST_RGBA) {
+#pragma unroll
+            for (int i = 0; i < N / 4; i++)
+                ((uint4 *)(row + 4 * (size_t)x0))[i] = make_uint4(
+                    __byte_perm(v[4 * i], 0xFFu, 0x4000), __byte_perm(v[4 * i + 1], 0xFFu, 0x4000),
+                    __byte_perm(v[4 * i + 2], 0xFFu, 0x4000),
+                    __byte_perm(v[4 * i + 3], 0xFFu, 0x4000));
+            return;
+        }
+        /* RGB24 and BGR24 alike: bytes v0 v0 v0 v1 | v1 v1 v2 v2 | v2 v3 v3 v3 */
+        static_assert(3 * N / 4 * 32 <= OBUF_WORDS, "a warp's RGB row fits obuf");
+        const unsigned lane = threadIdx.x & 31u;
+#pragma unroll
+        for (int i = 0; i < N / 4; i++) {
+            obuf[3 * N / 4 * lane + 3 * i] = __byte_perm(v[4 * i], v[4 * i + 1], 0x4000);
+            obuf[3 * N / 4 * lane + 3 * i + 1] = __byte_perm(v[4 * i + 1], v[4 * i + 2], 0x4400);
+            obuf[3 * N / 4 * lane + 3 * i + 2] = __byte_perm(v[4 * i + 2], v[4 * i + 3], 0x4440);
+        }
+        __syncwarp();
+        uint4 *qw = (uint4 *)(row + 3 * (size_t)(x0 - N * (int)lane));
+#pragma unroll
+        for (int c = 0; c < (6 * N + 31) / 32; c++) /* 6 N 16-byte chunks over 32 lanes */
+            if (lane + 32u * c < 6u * N) qw[lane + 32 * c] = ((const uint4 *)obuf)[lane + 32 * c];
+        __syncwarp(); /* obuf free for the next row */
         return;
     }
     /* bytes b[j][0..2] in the output's R, G, B order (GRAY8: b[j][0]) */
@@ -782,7 +854,7 @@ static __device__ __forceinline__ void words(const unsigned char *sub, int o, un
 template <int BPP, int P, int G, int F, int FORM, bool THR>
 static __device__ __forceinline__ void
 step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int r, int i, int ys,
-     int bx0, int x0, unsigned inside, bool all_inside, bool active, unsigned *obuf, bool fast_gray,
+     int bx0, int x0, unsigned inside, bool all_inside, bool active, unsigned *obuf, int fast,
      bool planned, int o_plan, const float (&w0)[P][geo<P>::N + 2],
      const float (&w1)[P][geo<P>::N + 2], float (&w2)[P][geo<P>::N + 2],
      const unsigned (&d1)[layout<BPP, F, P>::NW], unsigned (&d2)[layout<BPP, F, P>::NW],
@@ -827,8 +899,7 @@ step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int 
                 w2[c][j] = 0.0f;
     }
     if (active && i >= 2)
-        emit_row<BPP, P, G, F, FORM, THR>(p, k, ys + i - 2, x0, w0, w1, w2, d1, u1, obuf,
-                                          fast_gray);
+        emit_row<BPP, P, G, F, FORM, THR>(p, k, ys + i - 2, x0, w0, w1, w2, d1, u1, obuf, fast);
 }
 
 /* BPP: input bytes per pixel (1, 3, 4; YUYV and UYVY 2; NV12 1, its Y
@@ -844,12 +915,32 @@ step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int 
 #ifndef FV_FILTER_RGBA_MINB
 #define FV_FILTER_RGBA_MINB 0
 #endif
-template <int BPP, int P, int F> struct min_blocks {
-    static const int n = F == F_BYTES && BPP == 4 && P == 1 ? FV_FILTER_RGBA_MINB : 0;
+/* FV_FILTER_RGB_MINB (default 6; 0 for an A/B: none): at least that many
+ * blocks an SM for RGB24 and BGR24 input's gradient pairs of one edge
+ * plane in the separable form, which ptxas (sm_90) gave 80 registers and
+ * 10 bytes of spills unbound; bound to 6, 80 and none. Measured (H200,
+ * session 47, call 1, before FV_FILTER_FAST_COLOR, 6 for every RGB24
+ * one-plane kernel against none): Sobel 0.969-0.986x; the box form
+ * (Laplacian, 96 registers unbound) 0.99-1.01x, so it stays unbound. The
+ * pairs-only form was not timed on its own. */
+#ifndef FV_FILTER_RGB_MINB
+#define FV_FILTER_RGB_MINB 6
+#endif
+/* FV_FILTER_PLAN_MINB (default 6): the planned instances' bound
+ * (FV_FILTER_PLAN_OFFSET). */
+#ifndef FV_FILTER_PLAN_MINB
+#define FV_FILTER_PLAN_MINB 6
+#endif
+template <int BPP, int P, int G, int F, int FORM, bool PLAN> struct min_blocks {
+    static const int n = PLAN_OFFSET && PLAN                      ? FV_FILTER_PLAN_MINB
+                         : F != F_BYTES || P != 1                 ? 0
+                         : BPP == 4                               ? FV_FILTER_RGBA_MINB
+                         : BPP == 3 && G == 2 && FORM == FORM_SEP ? FV_FILTER_RGB_MINB
+                                                                  : 0;
 };
 
 template <int BPP, int P, int G, int F, int FORM, bool ROLL, bool THR, bool PLAN>
-static __global__ void __launch_bounds__(T, (PLAN_OFFSET && PLAN ? 6 : min_blocks<BPP, P, F>::n))
+static __global__ void __launch_bounds__(T, (min_blocks<BPP, P, G, F, FORM, PLAN>::n))
     filter_strip_kernel(strip_params p) {
     typedef layout<BPP, F, P> L;
     const int N = L::N;
@@ -900,6 +991,11 @@ static __global__ void __launch_bounds__(T, (PLAN_OFFSET && PLAN ? 6 : min_block
     const bool fast_gray = HOIST && gray_out<BPP, P, F, FORM>::on && !p.overlay &&
                            p.out_format == FV_PIXEL_GRAY8 && x0 + N <= p.width &&
                            ((unsigned)(uintptr_t)p.out | (unsigned)p.out_stride) % align == 0;
+    /* every lane of every warp votes (no thread has left; not under
+     * fast_gray, which differs between the lanes of a warp the frame's
+     * right edge cuts: that hung session 47's first try) */
+    const bool warp_full = __all_sync(0xFFFFFFFFu, x0 + N <= p.width);
+    const int fast = fast_gray ? FAST_GRAY : fast_color<P, FORM>(p, x0, N, warp_full);
     /* the warp's staging words for coalesced RGB stores (emit_row) */
     unsigned *obuf = (unsigned *)(sm + L::SMEM) + (threadIdx.x >> 5) * OBUF_WORDS;
 
@@ -930,8 +1026,8 @@ static __global__ void __launch_bounds__(T, (PLAN_OFFSET && PLAN ? 6 : min_block
             }
             const unsigned char *stage = sm + (g % L::NST) * R * L::ROW;
             step<BPP, P, G, F, FORM, THR>(p, k, stage, r, i, ys, bx0, x0, inside, all_inside,
-                                          active, obuf, fast_gray, planned, o_plan, wa, wb, wc, db,
-                                          dc, ub, uc);
+                                          active, obuf, fast, planned, o_plan, wa, wb, wc, db, dc,
+                                          ub, uc);
 #pragma unroll
             for (int c = 0; c < P; c++)
 #pragma unroll
@@ -954,16 +1050,16 @@ static __global__ void __launch_bounds__(T, (PLAN_OFFSET && PLAN ? 6 : min_block
             const int i = g * R;
             if (i >= n_in) break;
             step<BPP, P, G, F, FORM, THR>(p, k, stage, 0, i, ys, bx0, x0, inside, all_inside,
-                                          active, obuf, fast_gray, planned, o_plan, wb, wc, wa, dc,
-                                          da, uc, ua);
+                                          active, obuf, fast, planned, o_plan, wb, wc, wa, dc, da,
+                                          uc, ua);
             if (i + 1 >= n_in) break;
             step<BPP, P, G, F, FORM, THR>(p, k, stage, 1, i + 1, ys, bx0, x0, inside, all_inside,
-                                          active, obuf, fast_gray, planned, o_plan, wc, wa, wb, da,
-                                          db, ua, ub);
+                                          active, obuf, fast, planned, o_plan, wc, wa, wb, da, db,
+                                          ua, ub);
             if (i + 2 >= n_in) break;
             step<BPP, P, G, F, FORM, THR>(p, k, stage, 2, i + 2, ys, bx0, x0, inside, all_inside,
-                                          active, obuf, fast_gray, planned, o_plan, wa, wb, wc, db,
-                                          dc, ub, uc);
+                                          active, obuf, fast, planned, o_plan, wa, wb, wc, db, dc,
+                                          ub, uc);
         }
     }
 }
