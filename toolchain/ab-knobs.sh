@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # An A/B of compile-time knobs of one kernel file, several variants in one
 # job on a GPU machine: builds fovea-bench from this tree once (the plain
-# build), then compiles FILE again for each variant with its -D flags (in
-# parallel, FILE's own command from the build's compile_commands.json) and
-# links a libfovea of each; runs the same fovea-bench command with each
+# build) while it compiles FILE again for each variant with its -D flags
+# (in parallel with the build, from the moment it is configured: FILE's own
+# command from compile_commands.json), then links a libfovea of each; runs the same fovea-bench command with each
 # variant's library, alternating (plain, v1, v2, ..., plain, v1, ...), and
 # compares each variant with the plain build case by case
 # (apps/bench/ab_compare.py). Cheaper than toolchain/ab-bench.sh's second
@@ -73,17 +73,16 @@ cmake -S . -B "$bld" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DFV_WERROR=
   -DCMAKE_CUDA_ARCHITECTURES="${FV_CUDA_ARCH:-90}" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
   ${CUDNN_ROOT:+-DCUDNN_ROOT=$CUDNN_ROOT} "${extra[@]}" ${FV_AB_CMAKE_ARGS:-} \
   >"$out/configure.log" 2>&1 || { echo "ab-knobs: configure failed: $out/configure.log" >&2; exit 1; }
-cmake --build "$bld" -j"$(nproc)" --target fovea-bench >"$out/build-plain.log" 2>&1 ||
-  { echo "ab-knobs: the plain build failed: $out/build-plain.log" >&2; exit 1; }
-echo "ab-knobs: plain build at $(el) s"
 # keep DIR: the build's fovea-bench and its shared libraries (links kept)
 keep() {
   mkdir -p "$1" && cp "$bld/apps/bench/fovea-bench" "$1/" &&
     find "$bld" -name 'lib*.so*' -not -path '*/CMakeFiles/*' -exec cp -P {} "$1/" \;
 }
-keep "$vroot/plain" || exit 1
-# The variants: FILE's compile command with the flags and another object;
-# libfovea's link command (Makefiles' link.txt) with that object.
+# The variants: FILE's compile command with the flags and another object
+# (c_NAME: from the configured tree, before the build); libfovea's link
+# command (Makefiles' link.txt and its response files, also written at
+# configure time) with that object (l_NAME: after the plain build, which
+# makes the other objects).
 "${PYTHON:-python3}" - "$bld" "$src" "$vroot" "${names[@]}" -- "${flags[@]}" >"$vroot/cmds.sh" <<'EOF' ||
 import json, os, shlex, sys
 bld, src, vroot = sys.argv[1:4]
@@ -121,9 +120,9 @@ for n, f in zip(names, flags):
     if la == link:
         sys.exit("ab-knobs: the object of %s is not in libfovea's link command" % src)
     la[la.index("-o") + 1] = os.path.join(d, os.path.basename(lib))
-    print("v_%s() { mkdir -p %s && (cd %s && %s) && (cd %s && %s); }" % (
-        n.replace("-", "_"), shlex.quote(d), shlex.quote(cc["directory"]), shlex.join(a),
-        shlex.quote(link_dir), shlex.join(la)))
+    print("c_%s() { mkdir -p %s && (cd %s && %s); }" % (
+        n.replace("-", "_"), shlex.quote(d), shlex.quote(cc["directory"]), shlex.join(a)))
+    print("l_%s() { (cd %s && %s); }" % (n.replace("-", "_"), shlex.quote(link_dir), shlex.join(la)))
 EOF
   { echo "ab-knobs: could not derive the variants' commands" >&2; exit 1; }
 # shellcheck source=/dev/null
@@ -131,12 +130,23 @@ source "$vroot/cmds.sh"
 pids=()
 for i in "${!names[@]}"; do
   n=${names[$i]}
-  ("v_${n//-/_}" >"$out/build-$n.log" 2>&1) &
+  ("c_${n//-/_}" >"$out/build-$n.log" 2>&1) &
   pids+=($!)
 done
+cmake --build "$bld" -j"$(nproc)" --target fovea-bench >"$out/build-plain.log" 2>&1 ||
+  { echo "ab-knobs: the plain build failed: $out/build-plain.log" >&2; kill "${pids[@]}" 2>/dev/null; exit 1; }
+echo "ab-knobs: plain build at $(el) s"
+keep "$vroot/plain" || exit 1
 fail=0
 for i in "${!names[@]}"; do
-  wait "${pids[$i]}" || { echo "ab-knobs: variant ${names[$i]} failed to build: $out/build-${names[$i]}.log" >&2; fail=1; }
+  n=${names[$i]}
+  if ! wait "${pids[$i]}"; then
+    echo "ab-knobs: variant $n failed to compile: $out/build-$n.log" >&2
+    fail=1
+  elif ! "l_${n//-/_}" >>"$out/build-$n.log" 2>&1; then
+    echo "ab-knobs: variant $n failed to link: $out/build-$n.log" >&2
+    fail=1
+  fi
 done
 [ $fail = 0 ] || exit 1
 for n in "${names[@]}"; do

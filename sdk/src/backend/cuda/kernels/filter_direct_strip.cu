@@ -91,8 +91,24 @@ struct strip_params {
     float fc[2];   /* FORM_BOX: c, m - c; FORM_SEP: a, b (see form_of) */
 };
 
-/* How a thread sums its 3 x 3 taps (see form_of). */
-enum { FORM_TAPS = 0, FORM_BOX = 1, FORM_SEP = 2 };
+/* How a thread sums its 3 x 3 taps (see form_of). FORM_SEP1: FORM_SEP
+ * with a = 1 (Sobel, Prewitt) on byte input (FV_FILTER_SEP_UNIT). */
+enum { FORM_TAPS = 0, FORM_BOX = 1, FORM_SEP = 2, FORM_SEP1 = 3 };
+template <int FORM> struct is_sep { static const bool on = FORM == FORM_SEP || FORM == FORM_SEP1; };
+/* -DFV_FILTER_SEP_UNIT=1 (an A/B knob, default 0; prepared in session 47,
+ * compiled, neither tested nor timed): gradient pairs of byte input whose
+ * a is 1 (Sobel, Prewitt) get instances of their own (FORM_SEP1, chosen at
+ * launch) that leave out the multiplications by a: a column's smoothed
+ * value r0 + r2 + b r1 and a pixel's second gradient d0 + d2 + b d1 are an
+ * FADD and an FFMA each instead of an FADD, an FMUL and an FFMA (form_of:
+ * every partial sum exact, so the same floats). 18 of the about 230
+ * instructions of an output row of 8 pixels and plane (Nsight Compute,
+ * H200, session 47, docs/bench/filter_sass_4k_colour_h200.txt). Predicted
+ * 0.95-0.98x for Sobel and Prewitt of byte input; Scharr (a = 3) and YUV
+ * input (a carries the 2^16 of their scaled values) keep FORM_SEP. */
+#ifndef FV_FILTER_SEP_UNIT
+#define FV_FILTER_SEP_UNIT 0
+#endif
 
 /* FV_FILTER_INT_BOX (default 1; 0 for an A/B): the box form of byte input
  * (GRAY8, and the channel sums of RGB24 and RGBA32, to one edge plane) in
@@ -445,7 +461,7 @@ static __device__ __forceinline__ float sqrt_sep(float s) {
 template <int FORM, int G>
 static __device__ __forceinline__ float edge_value(float g0, float g1, float scale,
                                                    float threshold) {
-    if (FORM != FORM_SEP || G != 2) return fv__edge_value(g0, g1, G == 2, scale, threshold);
+    if (!is_sep<FORM>::on || G != 2) return fv__edge_value(g0, g1, G == 2, scale, threshold);
     return fv__edge_of_magnitude(sqrt_sep(fv__add(fv__mul(g0, g0), fv__mul(g1, g1))), scale,
                                  threshold);
 }
@@ -523,17 +539,22 @@ static __device__ __forceinline__ void plane_sums(const consts<G> &k, const floa
             acc[j][0] =
                 __fmaf_rn(k.f1, r1[j + 1],
                           __fmul_rn(k.f0, __fadd_rn(__fadd_rn(col[j], col[j + 1]), col[j + 2])));
-    } else if (FORM == FORM_SEP) {
+    } else if (is_sep<FORM>::on) {
+        /* FORM_SEP1: a = 1 */
         float sm[N + 2], d[N + 2];
 #pragma unroll
         for (int j = 0; j < N + 2; j++) {
-            sm[j] = __fmaf_rn(k.f0, __fadd_rn(r0[j], r2[j]), __fmul_rn(k.f1, r1[j]));
+            sm[j] = FORM == FORM_SEP1
+                        ? __fmaf_rn(k.f1, r1[j], __fadd_rn(r0[j], r2[j]))
+                        : __fmaf_rn(k.f0, __fadd_rn(r0[j], r2[j]), __fmul_rn(k.f1, r1[j]));
             d[j] = __fsub_rn(r2[j], r0[j]);
         }
 #pragma unroll
         for (int j = 0; j < N; j++) {
             acc[j][0] = __fsub_rn(sm[j + 2], sm[j]);
-            acc[j][G - 1] = __fmaf_rn(k.f0, __fadd_rn(d[j], d[j + 2]), __fmul_rn(k.f1, d[j + 1]));
+            acc[j][G - 1] = FORM == FORM_SEP1 ? __fmaf_rn(k.f1, d[j + 1], __fadd_rn(d[j], d[j + 2]))
+                                              : __fmaf_rn(k.f0, __fadd_rn(d[j], d[j + 2]),
+                                                          __fmul_rn(k.f1, d[j + 1]));
         }
     } else {
 #pragma unroll
@@ -935,7 +956,7 @@ template <int BPP, int P, int G, int F, int FORM, bool PLAN> struct min_blocks {
     static const int n = PLAN_OFFSET && PLAN                      ? FV_FILTER_PLAN_MINB
                          : F != F_BYTES || P != 1                 ? 0
                          : BPP == 4                               ? FV_FILTER_RGBA_MINB
-                         : BPP == 3 && G == 2 && FORM == FORM_SEP ? FV_FILTER_RGB_MINB
+                         : BPP == 3 && G == 2 && is_sep<FORM>::on ? FV_FILTER_RGB_MINB
                                                                   : 0;
 };
 
@@ -977,7 +998,10 @@ static __global__ void __launch_bounds__(T, (min_blocks<BPP, P, G, F, FORM, PLAN
     if (int_box<BPP, P, F, FORM>::on) /* integers below 2^16 (form_of) */
         k.f0 = __int_as_float((int)p.fc[0]), k.f1 = __int_as_float((int)p.fc[1]);
     k.gain = p.gain, k.threshold = p.threshold;
-    asm("" : "+f"(k.f0), "+f"(k.f1), "+f"(k.gain), "+f"(k.threshold));
+    if (FORM == FORM_SEP1) /* a = 1: k.f0 not read */
+        asm("" : "+f"(k.f1), "+f"(k.gain), "+f"(k.threshold));
+    else
+        asm("" : "+f"(k.f0), "+f"(k.f1), "+f"(k.gain), "+f"(k.threshold));
 
     /* columns x0 - 1 + j inside the frame (outside: value 0) */
     unsigned inside = 0;
@@ -1129,10 +1153,24 @@ static fv_status launch(cudaStream_t s, const strip_params &base) {
 /* planes: 1 or 3 (colour edges of a colour input); form: form_of's (pairs:
  * FORM_SEP, or FORM_TAPS for two kernels of another form; one kernel:
  * FORM_BOX or FORM_TAPS) */
+/* FORM_SEP's launch: FORM_SEP1's kernels where a = 1, if UNIT (byte input
+ * with FV_FILTER_SEP_UNIT; no such kernels made otherwise) */
+template <int BPP, int P, int F, bool UNIT> struct launch_sep {
+    static fv_status run(cudaStream_t s, const strip_params &p) {
+        return launch<BPP, P, 2, F, FORM_SEP>(s, p);
+    }
+};
+template <int BPP, int P, int F> struct launch_sep<BPP, P, F, true> {
+    static fv_status run(cudaStream_t s, const strip_params &p) {
+        return p.fc[0] == 1.0f ? launch<BPP, P, 2, F, FORM_SEP1>(s, p)
+                               : launch<BPP, P, 2, F, FORM_SEP>(s, p);
+    }
+};
 template <int P, int BPP, int F>
 static fv_status launch_planes(cudaStream_t s, const strip_params &p, int form, int pairs) {
     if (pairs)
-        return form == FORM_SEP ? launch<BPP, P, 2, F, FORM_SEP>(s, p)
+        return form == FORM_SEP ? launch_sep < BPP, P, F,
+               FV_FILTER_SEP_UNIT != 0 && F == F_BYTES > ::run(s, p)
                                 : launch<BPP, P, 2, F, FORM_TAPS>(s, p);
     /* the box form for one plane only (form_of): no kernel made for three */
     return P == 1 && form == FORM_BOX             ? launch < BPP, P, 1, F,
