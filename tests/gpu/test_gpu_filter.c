@@ -713,13 +713,14 @@ static void direct_matches_fused_at_odd_sizes_strides_and_alignments(void **stat
     assert_true(exact > cases / 3);
 }
 
-/* The strip kernel's colour stores of one edge plane (RGB24, BGR24,
- * RGBA32 out, no overlay), which take a path of their own where the output
- * and its stride are 16-byte aligned and a warp's pixels are all in the
- * frame (filter_direct_strip.cu, FV_FILTER_FAST_COLOR): the built-in kinds
- * from every input family, widths whose last warp (1000) or last block
- * (2056) is partly outside the frame, so that both paths write one frame;
- * strided outputs, the rest of each row untouched. */
+/* The strip kernel's colour stores (RGB24, BGR24, RGBA32 out), which take
+ * paths of their own where the output and its stride are 16-byte aligned
+ * and a warp's pixels are all in the frame (filter_direct_strip.cu,
+ * FV_FILTER_FAST_COLOR): one edge plane, colour edges and overlay, the
+ * built-in kinds and a custom 1x1 (the taps form) from every input
+ * family, widths whose last warp (1000) or last block (2056) is partly
+ * outside the frame, so that both paths write one frame; strided outputs,
+ * the rest of each row untouched. */
 static void direct_colour_stores_match_fused(void **state) {
     if (!g_fused) skip();
     fv_test_seed(27);
@@ -727,49 +728,56 @@ static void direct_colour_stores_match_fused(void **state) {
                                     FV_PIXEL_NV12};
     const fv_pixel_format outs[3] = {FV_PIXEL_RGB24, FV_PIXEL_BGR24, FV_PIXEL_RGBA32};
     const int widths[2] = {1000, 2056}, heights[2] = {14, 8}; /* even: NV12 */
+    make_kernels();
     size_t cases = 0;
     for (int f = 0; f < 5; f++)
-        for (int k = 0; k < 4; k++)
+        for (int k = 0; k < 5; k++)
             for (int of = 0; of < 3; of++)
-                for (int s = 0; s < 2; s++) {
-                    const char *kn;
-                    fv_filter_desc d = kind_desc(k, &kn);
-                    d.format = ins[f], d.width = widths[s], d.height = heights[s];
-                    d.output = FV_FILTER_OUT_GRAY;
-                    d.threshold = (f + k + of + s) % 4 == 3 ? 40.5f : 0.0f;
-                    d.engine = FV_FILTER_ENGINE_DIRECT;
-                    /* rows of 16 bytes' multiple, 16 more: padding to keep */
-                    const size_t row = (size_t)d.width * bpp(outs[of]);
-                    frame fin = frame_make(d.format, d.width, d.height, (size_t)(f + s) % 3);
-                    frame fout = frame_make(outs[of], d.width, d.height, (16 - row % 16) % 16 + 16);
-                    unsigned char *in = malloc(fin.bytes), *got = malloc(fout.bytes);
-                    assert_true(in && got);
-                    fv_test_fill_bytes(in, fin.bytes);
-                    memset(got, POISON, fout.bytes);
-                    fv_tensor *tin = device_bytes(in, fin.bytes);
-                    fv_tensor *tout = device_bytes(got, fout.bytes);
-                    frame_point(&fin, (unsigned char *)fv_tensor_data(tin));
-                    frame_point(&fout, (unsigned char *)fv_tensor_data(tout));
-                    fv_filter *flt;
-                    FV_ASSERT_OK(fv_filter_create(g_gpu, &d, &flt));
-                    FV_ASSERT_OK(fv_filter_apply(flt, &fin.img, &fout.img));
-                    FV_ASSERT_OK(fv_tensor_download(g_gpu, tout, got, fout.bytes));
-                    FV_ASSERT_OK(fv_context_synchronize(g_gpu));
-                    char what[160];
-                    snprintf(what, sizeof what, "%s %dx%d %s -> %s%s", kn, d.width, d.height,
-                             fv_pixel_format_name(d.format), fv_pixel_format_name(outs[of]),
-                             d.threshold > 0.0f ? " threshold" : "");
-                    for (int y = 0; y < d.height; y++)
-                        for (size_t b = row; b < fout.img.stride; b++)
-                            if (got[(size_t)y * fout.img.stride + b] != POISON)
-                                fail_msg("%s: row %d's padding byte %zu written", what, y, b);
-                    direct_vs_fused(&d, &fin, &fout, got, fout.bytes, what);
-                    cases++;
-                    fv_filter_destroy(flt);
-                    fv_tensor_destroy(tout);
-                    fv_tensor_destroy(tin);
-                    free(in), free(got);
-                }
+                for (int s = 0; s < 2; s++)
+                    for (int v = 0; v < 3; v++) {
+                        /* v: one plane; colour edges; one plane with overlay */
+                        const char *kn;
+                        fv_filter_desc d = kind_desc(k, &kn);
+                        d.format = ins[f], d.width = widths[s], d.height = heights[s];
+                        d.output = v == 1 ? FV_FILTER_OUT_COLOR : FV_FILTER_OUT_GRAY;
+                        d.overlay = v == 2;
+                        d.threshold = (f + k + of + s + v) % 4 == 3 ? 40.5f : 0.0f;
+                        d.engine = FV_FILTER_ENGINE_DIRECT;
+                        /* rows of 16 bytes' multiple, 16 more: padding to keep */
+                        const size_t row = (size_t)d.width * bpp(outs[of]);
+                        frame fin = frame_make(d.format, d.width, d.height, (size_t)(f + s) % 3);
+                        frame fout =
+                            frame_make(outs[of], d.width, d.height, (16 - row % 16) % 16 + 16);
+                        unsigned char *in = malloc(fin.bytes), *got = malloc(fout.bytes);
+                        assert_true(in && got);
+                        fv_test_fill_bytes(in, fin.bytes);
+                        memset(got, POISON, fout.bytes);
+                        fv_tensor *tin = device_bytes(in, fin.bytes);
+                        fv_tensor *tout = device_bytes(got, fout.bytes);
+                        frame_point(&fin, (unsigned char *)fv_tensor_data(tin));
+                        frame_point(&fout, (unsigned char *)fv_tensor_data(tout));
+                        fv_filter *flt;
+                        FV_ASSERT_OK(fv_filter_create(g_gpu, &d, &flt));
+                        FV_ASSERT_OK(fv_filter_apply(flt, &fin.img, &fout.img));
+                        FV_ASSERT_OK(fv_tensor_download(g_gpu, tout, got, fout.bytes));
+                        FV_ASSERT_OK(fv_context_synchronize(g_gpu));
+                        char what[160];
+                        snprintf(what, sizeof what, "%s %s%s %dx%d %s -> %s%s", kn,
+                                 v == 1 ? "colour" : "grey", v == 2 ? " overlay" : "", d.width,
+                                 d.height, fv_pixel_format_name(d.format),
+                                 fv_pixel_format_name(outs[of]),
+                                 d.threshold > 0.0f ? " threshold" : "");
+                        for (int y = 0; y < d.height; y++)
+                            for (size_t b = row; b < fout.img.stride; b++)
+                                if (got[(size_t)y * fout.img.stride + b] != POISON)
+                                    fail_msg("%s: row %d's padding byte %zu written", what, y, b);
+                        direct_vs_fused(&d, &fin, &fout, got, fout.bytes, what);
+                        cases++;
+                        fv_filter_destroy(flt);
+                        fv_tensor_destroy(tout);
+                        fv_tensor_destroy(tin);
+                        free(in), free(got);
+                    }
     printf("DIRECT colour stores vs FUSED: %zu cases\n", cases);
 }
 

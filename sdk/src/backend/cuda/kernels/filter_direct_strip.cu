@@ -597,7 +597,7 @@ template <int BPP, int P, int F, int FORM> struct gray_out {
 const bool HOIST = FV_FILTER_HOIST != 0;
 
 /* emit_row's store paths decided once a thread (fast_mode). */
-enum { FAST_NONE = 0, FAST_GRAY = 1, FAST_RGB = 2, FAST_RGBA = 3 };
+enum { FAST_NONE = 0, FAST_GRAY = 1, FAST_RGB = 2, FAST_RGBA = 3, FAST_RGB_ANY = 4 };
 /* FV_FILTER_FAST_COLOR (default 1; 0 for an A/B): one edge plane to RGB24,
  * BGR24 or RGBA32 without overlay, every byte of a pixel the same, has a
  * path of its own, decided once a thread: the bytes packed by byte
@@ -616,12 +616,27 @@ enum { FAST_NONE = 0, FAST_GRAY = 1, FAST_RGB = 2, FAST_RGBA = 3 };
  * to RGBA32 0.67-0.92x, GRAY8 out 0.97-1.01x; Nsight Compute: the 4K RGB24
  * Sobel to RGB24 71.7 -> 63.3 instructions a pixel (the row's emit 295 ->
  * 227). */
+/* -DFV_FILTER_FAST_COLOR=2 (an A/B knob; prepared in session 47, compiled,
+ * neither tested nor timed): the other outputs to RGB24 and BGR24 (colour
+ * edges, overlay, FORM_TAPS) also decide their coalesced store once
+ * (FAST_RGB_ANY: the active mask, the alignment and the warp's vote out of
+ * the row loop); their bytes are packed as before. Predicted 0.95-0.97x
+ * for colour edges to RGB24 (about 20 of 330 instructions an output row of
+ * 4 pixels and 3 planes). */
 #ifndef FV_FILTER_FAST_COLOR
 #define FV_FILTER_FAST_COLOR 1
 #endif
 template <int P, int FORM>
 static __device__ __forceinline__ int fast_color(const strip_params &p, int x0, int N,
                                                  bool warp_full) {
+    /* FV_FILTER_FAST_COLOR=2: the rest to RGB24 and BGR24 (colour edges,
+     * overlay, FORM_TAPS) keep their bytes' packing but store the warp's
+     * row with no per-row checks (FAST_RGB_ANY) */
+    if (FV_FILTER_FAST_COLOR >= 2 && HOIST && (P != 1 || FORM == FORM_TAPS || p.overlay))
+        return (p.out_format == FV_PIXEL_RGB24 || p.out_format == FV_PIXEL_BGR24) && warp_full &&
+                       ((unsigned)(uintptr_t)p.out | (unsigned)p.out_stride) % 16u == 0
+                   ? FAST_RGB_ANY
+                   : FAST_NONE;
     /* the built-in forms only: FORM_TAPS kernels took 8-32 more registers
      * with it (ptxas, sm_90), as with gray_out */
     if (!FV_FILTER_FAST_COLOR || !HOIST || P != 1 || FORM == FORM_TAPS || p.overlay)
@@ -808,8 +823,11 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
         const unsigned am = __activemask();
         const unsigned lane = threadIdx.x & 31u;
         unsigned char *qw = q - 3 * N * (size_t)lane;
+        /* FAST_RGB_ANY (FV_FILTER_FAST_COLOR=2): decided once a thread */
         const bool coalesce =
-            am == 0xFFFFFFFFu && ((uintptr_t)qw & 15) == 0 && __all_sync(am, full);
+            FV_FILTER_FAST_COLOR >= 2 && fast == FAST_RGB_ANY
+                ? true
+                : am == 0xFFFFFFFFu && ((uintptr_t)qw & 15) == 0 && __all_sync(am, full);
         if (coalesce) {
 #pragma unroll
             for (int i = 0; i < 3 * N / 4; i++)
