@@ -596,7 +596,7 @@ template <int BPP, int P, int F, int FORM> struct gray_out {
 #endif
 const bool HOIST = FV_FILTER_HOIST != 0;
 
-/* emit_row's store paths decided once a thread (fast_mode). */
+/* emit_row's store paths decided once a thread (fast_color). */
 enum { FAST_NONE = 0, FAST_GRAY = 1, FAST_RGB = 2, FAST_RGBA = 3, FAST_RGB_ANY = 4 };
 /* FV_FILTER_FAST_COLOR (default 1; 0 for an A/B): one edge plane to RGB24,
  * BGR24 or RGBA32 without overlay, every byte of a pixel the same, has a
@@ -708,7 +708,7 @@ emit_row(const strip_params &p, const consts<G> &k, int y, int x0,
     }
     if (P == 1 && FORM != FORM_TAPS && (fast == FAST_RGB || fast == FAST_RGBA)) {
         /* one edge byte a pixel in every colour channel, the warp's or the
-         * thread's stores aligned (fast_mode): the words are byte
+         * thread's stores aligned (fast_color): the words are byte
          * permutations of the N bytes (PRMT), one a word */
         unsigned v[N];
 #pragma unroll
