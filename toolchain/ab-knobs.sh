@@ -3,7 +3,8 @@
 # job on a GPU machine: builds fovea-bench from this tree once (the plain
 # build) while it compiles FILE again for each variant with its -D flags
 # (in parallel with the build, from the moment it is configured: FILE's own
-# command from compile_commands.json), then links a libfovea of each; runs the same fovea-bench command with each
+# command from compile_commands.json), then links a libfovea of each; runs
+# the same fovea-bench command with each
 # variant's library, alternating (plain, v1, v2, ..., plain, v1, ...), and
 # compares each variant with the plain build case by case
 # (apps/bench/ab_compare.py). Cheaper than toolchain/ab-bench.sh's second
