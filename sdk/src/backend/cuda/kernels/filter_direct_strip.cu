@@ -95,19 +95,22 @@ struct strip_params {
  * with a = 1 (Sobel, Prewitt) on byte input (FV_FILTER_SEP_UNIT). */
 enum { FORM_TAPS = 0, FORM_BOX = 1, FORM_SEP = 2, FORM_SEP1 = 3 };
 template <int FORM> struct is_sep { static const bool on = FORM == FORM_SEP || FORM == FORM_SEP1; };
-/* -DFV_FILTER_SEP_UNIT=1 (an A/B knob, default 0; prepared in session 47,
- * compiled, neither tested nor timed): gradient pairs of byte input whose
- * a is 1 (Sobel, Prewitt) get instances of their own (FORM_SEP1, chosen at
- * launch) that leave out the multiplications by a: a column's smoothed
- * value r0 + r2 + b r1 and a pixel's second gradient d0 + d2 + b d1 are an
- * FADD and an FFMA each instead of an FADD, an FMUL and an FFMA (form_of:
- * every partial sum exact, so the same floats). 18 of the about 230
- * instructions of an output row of 8 pixels and plane (Nsight Compute,
- * H200, session 47, docs/bench/filter_sass_4k_colour_h200.txt). Predicted
- * 0.95-0.98x for Sobel and Prewitt of byte input; Scharr (a = 3) and YUV
- * input (a carries the 2^16 of their scaled values) keep FORM_SEP. */
+/* FV_FILTER_SEP_UNIT (default 1; 0 for an A/B): gradient pairs of byte
+ * input whose a is 1 (Sobel, Prewitt) get instances of their own
+ * (FORM_SEP1, chosen at launch) that leave out the multiplications by a:
+ * a column's smoothed value r0 + r2 + b r1 and a pixel's second gradient
+ * d0 + d2 + b d1 are an FADD and an FFMA each instead of an FADD, an FMUL
+ * and an FFMA (form_of: every partial sum exact, so the same floats). 18
+ * of the about 230 instructions of an output row of 8 pixels and plane
+ * (Nsight Compute, H200, session 47,
+ * docs/bench/filter_sass_4k_colour_h200.txt). Predicted 0.95-0.98x for
+ * Sobel and Prewitt of byte input; measured (H200, session 48, against 0,
+ * Sobel, 4K and 1080p, two rounds): GRAY8 and RGB24 input 0.954-0.981x at
+ * 4K (1080p 0.975-1.003x), RGBA32 0.982-0.990x, YUYV (not byte input:
+ * FORM_SEP) 0.999-1.001x, the Laplacian 0.99-1.01x. Scharr (a = 3) and
+ * YUV input (a carries the 2^16 of their scaled values) keep FORM_SEP. */
 #ifndef FV_FILTER_SEP_UNIT
-#define FV_FILTER_SEP_UNIT 0
+#define FV_FILTER_SEP_UNIT 1
 #endif
 
 /* FV_FILTER_INT_BOX (default 1; 0 for an A/B): the box form of byte input
@@ -616,13 +619,15 @@ enum { FAST_NONE = 0, FAST_GRAY = 1, FAST_RGB = 2, FAST_RGBA = 3, FAST_RGB_ANY =
  * to RGBA32 0.67-0.92x, GRAY8 out 0.97-1.01x; Nsight Compute: the 4K RGB24
  * Sobel to RGB24 71.7 -> 63.3 instructions a pixel (the row's emit 295 ->
  * 227). */
-/* -DFV_FILTER_FAST_COLOR=2 (an A/B knob; prepared in session 47, compiled,
- * neither tested nor timed): the other outputs to RGB24 and BGR24 (colour
- * edges, overlay, FORM_TAPS) also decide their coalesced store once
- * (FAST_RGB_ANY: the active mask, the alignment and the warp's vote out of
- * the row loop); their bytes are packed as before. Predicted 0.95-0.97x
- * for colour edges to RGB24 (about 20 of 330 instructions an output row of
- * 4 pixels and 3 planes). */
+/* -DFV_FILTER_FAST_COLOR=2 (an A/B value, not kept): the other outputs to
+ * RGB24 and BGR24 (colour edges, overlay, FORM_TAPS) also decide their
+ * coalesced store once (FAST_RGB_ANY: the active mask, the alignment and
+ * the warp's vote out of the row loop); their bytes are packed as before.
+ * Predicted 0.95-0.97x for colour edges to RGB24 (about 20 of 330
+ * instructions an output row of 4 pixels and 3 planes); measured (H200,
+ * session 48, against 1): colour edges to RGB24 0.990-1.018x, YUYV's one
+ * plane to GRAY8 and RGB24 1.06-1.13x (those kernels' registers 124-126
+ * -> 96, ptxas), the rest 0.98-1.03x. test_gpu_filter passes with it. */
 #ifndef FV_FILTER_FAST_COLOR
 #define FV_FILTER_FAST_COLOR 1
 #endif
@@ -966,7 +971,8 @@ step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int 
 #define FV_FILTER_RGB_MINB 6
 #endif
 /* FV_FILTER_PLAN_MINB (default 6): the planned instances' bound
- * (FV_FILTER_PLAN_OFFSET). */
+ * (FV_FILTER_PLAN_OFFSET). 7 (72 registers, 12-28 bytes of spills,
+ * ptxas): 4K GRAY8 1.10-1.16x the time of 6 (H200, session 48). */
 #ifndef FV_FILTER_PLAN_MINB
 #define FV_FILTER_PLAN_MINB 6
 #endif
