@@ -73,6 +73,17 @@ const int MAX_DEVICES = 64;     /* devices whose launch set-up is kept (launch) 
 #define FV_FILTER_MIN_STRIP 4
 #endif
 const int MIN_STRIP = FV_FILTER_MIN_STRIP;
+/* -DFV_FILTER_WAVE_LESS=K (an A/B knob, default 0): the strips sized for
+ * K blocks an SM fewer than fit (taller strips: fewer halo rows and block
+ * prologues a pixel, fewer warps; the same code). Measured (H200, session
+ * 48, GRAY8, RGB24, YUYV, NV12, Laplacian and Sobel to GRAY8 and RGB24,
+ * 4K and 1080p): 1, geometric mean 1.007x: 1080p YUYV 0.945-0.961x, 4K
+ * RGB24 Laplacian 0.955-0.974x, 4K GRAY8 and NV12 1.045-1.058x; 2, 1.042x
+ * (4K RGB24 0.966-0.992x, YUYV 1.04-1.20x). The best height depends on
+ * the kernel and the frame: a choice by measurement, not a constant. */
+#ifndef FV_FILTER_WAVE_LESS
+#define FV_FILTER_WAVE_LESS 0
+#endif
 const int OBUF_WORDS = 6 * 32; /* a warp's output bytes of one row, RGB: 32 x 24 at most */
 
 struct strip_params {
@@ -976,10 +987,24 @@ step(const strip_params &p, const consts<G> &k, const unsigned char *stage, int 
 #ifndef FV_FILTER_PLAN_MINB
 #define FV_FILTER_PLAN_MINB 6
 #endif
+/* -DFV_FILTER_YUV_MINB=N (an A/B knob, default 0: none): at least N blocks
+ * an SM for the YUV formats' one-plane kernels (unbound: YUYV's 124-126
+ * registers, 4 blocks of 4 warps an SM; NV12's 80 with 4-8 bytes spilled).
+ * Measured (H200, session 48, YUYV and NV12, Laplacian and Sobel to
+ * GRAY8, RGB24, RGBA32, 4K and 1080p): 5 (96 registers, no spills) 1.05-
+ * 1.16x the time; 4 (YUYV unchanged, NV12 96 and no spills, 5 blocks)
+ * 1.01-1.04x at 4K, NV12 at 1080p 0.98x. The YUYV kernel issues at 0.81
+ * of a scheduler's rate with its 4 warps (Nsight Compute, 4K Laplacian to
+ * GRAY8: 63 instructions a pixel, 22% occupancy): bound by issue, not by
+ * warps. */
+#ifndef FV_FILTER_YUV_MINB
+#define FV_FILTER_YUV_MINB 0
+#endif
 template <int BPP, int P, int G, int F, int FORM, bool PLAN> struct min_blocks {
-    static const int n = PLAN_OFFSET && PLAN                      ? FV_FILTER_PLAN_MINB
-                         : F != F_BYTES || P != 1                 ? 0
-                         : BPP == 4                               ? FV_FILTER_RGBA_MINB
+    static const int n = PLAN_OFFSET && PLAN ? FV_FILTER_PLAN_MINB
+                         : F != F_BYTES      ? (P == 1 ? FV_FILTER_YUV_MINB : 0)
+                         : P != 1            ? 0
+                         : BPP == 4          ? FV_FILTER_RGBA_MINB
                          : BPP == 3 && G == 2 && is_sep<FORM>::on ? FV_FILTER_RGB_MINB
                                                                   : 0;
 };
@@ -1141,7 +1166,8 @@ static fv_status launch_k(cudaStream_t s, const strip_params &base) {
     }
     FV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     strip_params p = base;
-    const long long gx = (base.width + L::BW - 1) / L::BW, slots = (long long)sms * per_sm;
+    const int wave = per_sm - FV_FILTER_WAVE_LESS > 0 ? per_sm - FV_FILTER_WAVE_LESS : 1;
+    const long long gx = (base.width + L::BW - 1) / L::BW, slots = (long long)sms * wave;
     /* one wave: the strips as tall as the resident blocks allow */
     long long strip = (base.height * gx + slots - 1) / slots;
     if (strip < MIN_STRIP) strip = MIN_STRIP;
