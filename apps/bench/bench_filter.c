@@ -66,6 +66,7 @@ typedef struct filter_opts {
 typedef struct filter_row {
     char size[8], kind[12], in[8], out[12], engine[12];
     int exact;       /* direct_exact */
+    int wave_less;   /* direct_wave_less: DIRECT's taller strips (AUTO's timing) */
     double ms;       /* median GPU-only ms per frame: CUDA-graph replays of a batch */
     double eager_ms; /* the same batch launched eagerly (host launches included) */
     double floor;    /* DRAM floor ms */
@@ -203,6 +204,7 @@ static int run_case(fv_context *gpu, fv_context *cpu, const filter_opts *o, int 
     }
     snprintf(row->engine, sizeof row->engine, "%s", fv_filter_engine_name(fi.engine));
     row->exact = fi.direct_exact;
+    row->wave_less = fi.direct_wave_less;
     /* 1. correctness on a random frame */
     fill_random(src, in_b, &seed);
     fv_filter_desc dfu = d, dc = d;
@@ -365,12 +367,13 @@ static void write_json(const char *path, const char *device, const bench_floors 
         const filter_row *r = &rows[i];
         fprintf(f,
                 "%s\n    {\"size\": \"%s\", \"kind\": \"%s\", \"input\": \"%s\", \"output\": "
-                "\"%s\", \"engine\": \"%s\", \"direct_exact\": %d, \"ms\": %.5f, "
+                "\"%s\", \"engine\": \"%s\", \"direct_exact\": %d, \"direct_wave_less\": %d, "
+                "\"ms\": %.5f, "
                 "\"eager_ms\": %.5f, \"dram_floor_ms\": %.5f, \"tc_floor_ms\": %.6f, "
                 "\"copy_ms\": %.5f, \"x_floor\": %.3f, \"x_copy\": %.3f, \"mb\": %.3f, "
                 "\"max_diff_vs_fused\": %d, \"fused_max_diff_vs_cpu\": %d}",
-                i ? "," : "", r->size, r->kind, r->in, r->out, r->engine, r->exact, r->ms,
-                r->eager_ms, r->floor, r->tc_floor, r->copy_ms, r->ms / r->floor,
+                i ? "," : "", r->size, r->kind, r->in, r->out, r->engine, r->exact, r->wave_less,
+                r->ms, r->eager_ms, r->floor, r->tc_floor, r->copy_ms, r->ms / r->floor,
                 r->ms / r->copy_ms, r->mb, r->fused_max, r->cpu_max);
     }
     fprintf(f, "\n  ]\n}\n");
@@ -454,12 +457,12 @@ int bench_cmd_filter(int argc, char **argv) {
            "(device-to-device copy, read + written); tensor cores %.0f TFLOP/s (%d^3 FP16 GEMM)\n",
            prop.name, prop.major, prop.minor, prop.multiProcessorCount, l2 >> 20, fl.dram_gbps,
            fl.mma_tflops, fl.gemm_m);
-    printf(
-        "GPU-only fv_filter_apply, engine %s; median of %d CUDA-graph replays of %d applies "
-        "(eager: the same launched eagerly); checked against "
-        "FUSED and the CPU first\nfloor: DRAM floor (the tensor-core floor, TC, is far below it "
-        "in every case); copy: a device-to-device copy of the same bytes, timed the same way\n\n",
-        o.engine, o.runs, o.batch);
+    printf("GPU-only fv_filter_apply, engine %s; median of %d CUDA-graph replays of %d applies "
+           "(eager: the same launched eagerly); checked against "
+           "FUSED and the CPU first\nfloor: DRAM floor (the tensor-core floor, TC, is far below it "
+           "in every case); copy: a device-to-device copy of the same bytes, timed the same way; "
+           "direct*: DIRECT with taller strips (AUTO's timing chose them)\n\n",
+           o.engine, o.runs, o.batch);
     printf("%-6s %-10s %-5s %-10s %-7s %5s %9s %9s %9s %8s %9s %7s %6s %5s %4s\n", "size", "kind",
            "in", "out", "engine", "exact", "ms", "eager ms", "floor ms", "TC ms", "copy ms",
            "x floor", "x copy", "d_fu", "d_cpu");
@@ -493,9 +496,11 @@ int bench_cmd_filter(int argc, char **argv) {
                     const double x = r->ms / r->floor;
                     if (x > worst[si]) worst[si] = x;
                     if (r->ms / r->copy_ms > worst_copy[si]) worst_copy[si] = r->ms / r->copy_ms;
+                    char eng[16];
+                    snprintf(eng, sizeof eng, "%s%s", r->engine, r->wave_less ? "*" : "");
                     printf("%-6s %-10s %-5s %-10s %-7s %5d %9.4f %9.4f %9.4f %8.5f %9.4f %7.2f "
                            "%6.2f %5d %4d\n",
-                           r->size, r->kind, r->in, r->out, r->engine, r->exact, r->ms, r->eager_ms,
+                           r->size, r->kind, r->in, r->out, eng, r->exact, r->ms, r->eager_ms,
                            r->floor, r->tc_floor, r->copy_ms, x, r->ms / r->copy_ms, r->fused_max,
                            r->cpu_max);
                     fflush(stdout);

@@ -295,6 +295,12 @@ static void compare(const fv_filter_desc *d, const fv_image *in, const frame *ou
 /* The engine a filter took for the one asked: AUTO takes DIRECT only where
  * its bytes are FUSED's, and then has timed both. */
 static void check_engine(const fv_filter_info *fi, fv_filter_engine asked) {
+    /* taller strips only where AUTO timed them: DIRECT up to 3 x 3 */
+    if (asked != FV_FILTER_ENGINE_AUTO || fi->engine != FV_FILTER_ENGINE_DIRECT ||
+        fi->kernel_rows > 3 || fi->kernel_cols > 3)
+        assert_int_equal(fi->direct_wave_less, 0);
+    else
+        assert_true(fi->direct_wave_less == 0 || fi->direct_wave_less == 1);
     if (asked != FV_FILTER_ENGINE_AUTO) {
         assert_int_equal(fi->engine, asked);
         return;
@@ -951,6 +957,94 @@ static void direct_sqrt_matches_sqrtf_on_every_gradient_sum(void **state) {
  * fv__unpack_byte(x, 1, 0) for every float: both signs, zeros,
  * subnormals, halves, the clamps at 0 and 255, infinities and NaNs (all
  * bit patterns but 0xFFFFFFFF, a NaN like 0xFFFFFFFE before it). */
+/* The strip kernel's strips sized for 0 to 5 blocks an SM fewer than fit
+ * (fv_filter_info.direct_wave_less; AUTO times 0 and 1; past the blocks
+ * that fit, one an SM is kept): every height gives the bytes of the DIRECT
+ * filter itself, padding untouched. Built-in Laplacian and Sobel, grey and
+ * colour edges, GRAY8, RGB24, YUYV and NV12, 1920x1080 and 1282x722 (two
+ * partial block columns, strips cut by the frame's bottom). */
+fv_status fv__cuda_filter_direct(fv_context *ctx, const fv_filter_desc *d, const float *k,
+                                 int wave_less, const fv_image *in, const fv_image *out);
+
+static void direct_strip_heights_give_the_same_bytes(void **state) {
+    fv_test_seed(31);
+    const fv_pixel_format ins[4] = {FV_PIXEL_GRAY8, FV_PIXEL_RGB24, FV_PIXEL_YUYV, FV_PIXEL_NV12};
+    const int widths[2] = {1920, 1282}, heights[2] = {1080, 722};
+    /* the file's lap, and sobel with its transpose (gy) after it */
+    static const float sobel2[18] = {-1, 0, 1, -2, 0, 2, -1, 0, 1, -1, -2, -1, 0, 0, 0, 1, 2, 1};
+    size_t cases = 0;
+    for (int f = 0; f < 4; f++)
+        for (int s = 0; s < 2; s++)
+            for (int k = 0; k < 2; k++)
+                for (int c = 0; c < 2; c++) {
+                    if (c && ins[f] == FV_PIXEL_GRAY8) continue; /* one channel */
+                    /* a normalized desc, as fv_filter_create leaves it */
+                    fv_filter_desc d = {.kind = k ? FV_FILTER_SOBEL : FV_FILTER_LAPLACIAN,
+                                        .width = widths[s],
+                                        .height = heights[s],
+                                        .format = ins[f],
+                                        .output = c ? FV_FILTER_OUT_COLOR : FV_FILTER_OUT_GRAY,
+                                        .gain = k ? 0.25f : 1.0f,
+                                        .engine = FV_FILTER_ENGINE_DIRECT};
+                    const fv_pixel_format of = c ? FV_PIXEL_RGB24 : FV_PIXEL_GRAY8;
+                    frame fin = frame_make(d.format, d.width, d.height, (size_t)s * 5);
+                    frame fout = frame_make(of, d.width, d.height, 7);
+                    unsigned char *in = malloc(fin.bytes), *want = malloc(fout.bytes),
+                                  *got = malloc(fout.bytes);
+                    assert_true(in && want && got);
+                    fv_test_fill_bytes(in, fin.bytes);
+                    memset(want, POISON, fout.bytes);
+                    fv_tensor *tin = device_bytes(in, fin.bytes);
+                    fv_tensor *tout = device_bytes(want, fout.bytes);
+                    frame_point(&fin, (unsigned char *)fv_tensor_data(tin));
+                    frame_point(&fout, (unsigned char *)fv_tensor_data(tout));
+                    fv_filter *flt;
+                    FV_ASSERT_OK(fv_filter_create(g_gpu, &d, &flt));
+                    FV_ASSERT_OK(fv_filter_apply(flt, &fin.img, &fout.img));
+                    FV_ASSERT_OK(fv_tensor_download(g_gpu, tout, want, fout.bytes));
+                    FV_ASSERT_OK(fv_context_synchronize(g_gpu));
+                    for (int y = 0; y < d.height; y++)
+                        for (size_t b = (size_t)d.width * bpp(of); b < fout.img.stride; b++)
+                            if (want[(size_t)y * fout.img.stride + b] != POISON)
+                                fail_msg("row %d's padding byte %zu written", y, b);
+                    for (int less = 0; less <= 5; less++) {
+                        memset(got, POISON, fout.bytes);
+                        FV_ASSERT_OK(fv_tensor_upload(g_gpu, tout, got, fout.bytes));
+                        FV_ASSERT_OK(fv__cuda_filter_direct(g_gpu, &d, k ? sobel2 : lap, less,
+                                                            &fin.img, &fout.img));
+                        FV_ASSERT_OK(fv_tensor_download(g_gpu, tout, got, fout.bytes));
+                        FV_ASSERT_OK(fv_context_synchronize(g_gpu));
+                        for (size_t i = 0; i < fout.bytes; i++)
+                            if (got[i] != want[i])
+                                fail_msg("%s %s %dx%d %s, strips for %d blocks an SM fewer: "
+                                         "byte %zu is %d, DIRECT's %d",
+                                         k ? "sobel" : "laplacian", c ? "colour" : "grey", d.width,
+                                         d.height, fv_pixel_format_name(d.format), less, i, got[i],
+                                         want[i]);
+                        cases++;
+                    }
+                    fv_filter_destroy(flt);
+                    fv_tensor_destroy(tout);
+                    fv_tensor_destroy(tin);
+                    free(in), free(want), free(got);
+                }
+    printf("DIRECT strip heights: %zu cases\n", cases);
+    /* a negative count is the launcher's error, not a height */
+    frame fin = frame_make(FV_PIXEL_GRAY8, 64, 8, 0), fout = frame_make(FV_PIXEL_GRAY8, 64, 8, 0);
+    fv_tensor *tin = device_bytes(NULL, fin.bytes), *tout = device_bytes(NULL, fout.bytes);
+    frame_point(&fin, (unsigned char *)fv_tensor_data(tin));
+    frame_point(&fout, (unsigned char *)fv_tensor_data(tout));
+    const fv_filter_desc d = {.kind = FV_FILTER_LAPLACIAN,
+                              .width = 64,
+                              .height = 8,
+                              .format = FV_PIXEL_GRAY8,
+                              .gain = 1.0f,
+                              .engine = FV_FILTER_ENGINE_DIRECT};
+    FV_ASSERT_STATUS(fv__cuda_filter_direct(g_gpu, &d, lap, -1, &fin.img, &fout.img),
+                     FV_ERR_INTERNAL, "wave_less -1");
+    fv_tensor_destroy(tout), fv_tensor_destroy(tin);
+}
+
 static void direct_unpack_matches_the_reference_on_every_float(void **state) {
     unsigned long long bad = 1;
     FV_ASSERT_OK(fv__cuda_filter_strip_unpack_mismatches(0, 0x80000000u, &bad));
@@ -990,6 +1084,7 @@ int main(void) {
 #ifdef FV_TEST_CUDA_KERNELS
         cmocka_unit_test(direct_sqrt_matches_sqrtf_on_every_gradient_sum),
         cmocka_unit_test(direct_unpack_matches_the_reference_on_every_float),
+        cmocka_unit_test(direct_strip_heights_give_the_same_bytes),
 #endif
     };
     /* FV_TEST_FILTER (e.g. "direct_*"): only the tests it matches */

@@ -320,8 +320,9 @@ static void engine_choice_on_the_cpu(void **state) {
         assert_int_equal(fi.edge_channels, 1);
         assert_int_equal(fi.conv_outputs, 2);                          /* gx, gy */
         assert_true(fi.timed_ms[0] == 0.0f && fi.timed_ms[1] == 0.0f); /* nothing timed */
-        assert_int_equal(fi.direct_exact, 1); /* RGB24 bytes, Sobel: exact sums */
-        for (int i = 0; i < 5; i++)
+        assert_int_equal(fi.direct_exact, 1);     /* RGB24 bytes, Sobel: exact sums */
+        assert_int_equal(fi.direct_wave_less, 0); /* no DIRECT on the CPU */
+        for (int i = 0; i < 4; i++)
             assert_int_equal(fi.reserved[i], 0);
         assert_non_null(fv_filter_conv(f)); /* the CONV engine has a convolution */
         FV_ASSERT_STATUS(fv_filter_info_get(f, NULL), FV_ERR_BAD_PARAM, "out");

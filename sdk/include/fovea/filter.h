@@ -134,7 +134,8 @@ typedef struct fv_filter_desc {
  * (fv_conv2d_bind). FUSED: uploads the FP16 weight matrix (one small
  * tensor of the DEVICE pool) and synchronizes once; nothing else. DIRECT:
  * nothing on the device (the weights travel with each launch). AUTO, where
- * DIRECT is a candidate: also times both kernels on a scratch frame of
+ * DIRECT is a candidate: also times both kernels (DIRECT up to 3 x 3 with
+ * two strip heights, see fv_filter_info) on a scratch frame of
  * pseudo-random bytes carved from the DEVICE pool and freed before the call
  * returns (output GRAY8 for one edge-step channel, else RGB24; a few ms at
  * 4K; 61 rows of host memory, malloc'd and freed); where the pool or the
@@ -185,8 +186,14 @@ typedef struct fv_filter_info {
     /* AUTO's timing at creation, ms per frame: [0] FUSED, [1] DIRECT; both 0
      * when AUTO timed nothing (one candidate, a forced engine, no room). */
     float timed_ms[2];
-    int direct_exact;     /* 1: DIRECT's bytes are provably FUSED's (see the top) */
-    uint32_t reserved[5]; /* reserved for growth */
+    int direct_exact; /* 1: DIRECT's bytes are provably FUSED's (see the top) */
+    /* DIRECT up to 3 x 3 (a strip kernel: a block slides down a strip of
+     * rows, as many blocks as fit on the GPU at once): 1 when AUTO's timing
+     * found strips sized for one block an SM fewer (taller strips) faster;
+     * else 0 (every forced engine, and AUTO untimed). The same bytes
+     * either way. */
+    int direct_wave_less;
+    uint32_t reserved[4]; /* reserved for growth */
 } fv_filter_info;
 
 /* Fills *out. Returns FV_ERR_BAD_PARAM if either is NULL. */

@@ -20,6 +20,7 @@ struct fv_filter {
     float kd[2 * FV_FILTER_MAX_KERNEL * FV_FILTER_MAX_KERNEL];
     int direct_exact;  /* DIRECT's sums are exact: its bytes are FUSED's */
     float timed_ms[2]; /* AUTO's timing: FUSED, DIRECT; 0 untimed */
+    int wave_less;     /* DIRECT: the strip kernel's wave_less (see fv__backend.filter_direct) */
     fv_conv2d *conv;   /* CONV: the convolution and tensors x, y, e */
     fv_tensor *x;      /* packed input, F16, 1 or 3 channels */
     fv_tensor *y;      /* convolution output, F16, m or 2m channels */
@@ -264,8 +265,9 @@ static void plan_direct_weights(fv_filter *f) {
 static fv_status run_kernel(fv_filter *f, fv_filter_engine e, const fv_image *in,
                             const fv_image *out) {
     fv_context *ctx = f->ctx;
-    return e == FV_FILTER_ENGINE_DIRECT ? ctx->be->filter_direct(ctx, &f->desc, f->kd, in, out)
-                                        : ctx->be->filter_fused(ctx, &f->desc, f->w, in, out);
+    return e == FV_FILTER_ENGINE_DIRECT
+               ? ctx->be->filter_direct(ctx, &f->desc, f->kd, f->wave_less, in, out)
+               : ctx->be->filter_fused(ctx, &f->desc, f->w, in, out);
 }
 
 /* ms per frame of engine e on (in, out): the best of 3 timings of 2 runs,
@@ -359,12 +361,29 @@ static fv_status choose_auto(fv_filter *f) {
         out.data = fv_tensor_data(to);
         st = time_engine(f, FV_FILTER_ENGINE_FUSED, &in, &out, ev, &f->timed_ms[0]);
     }
+    /* DIRECT's strip kernel (up to 3 x 3) also with strips for one block
+     * an SM fewer than fit (taller strips): which is faster depends on the
+     * kernel and the frame (filter_direct_strip.cu's launch says by how
+     * much); the faster is kept */
+    float ms_less = 0.0f;
     if (st == FV_OK) st = time_engine(f, FV_FILTER_ENGINE_DIRECT, &in, &out, ev, &f->timed_ms[1]);
+    if (st == FV_OK && f->r <= 3 && f->s <= 3) {
+        f->wave_less = 1;
+        st = time_engine(f, FV_FILTER_ENGINE_DIRECT, &in, &out, ev, &ms_less);
+        if (st == FV_OK && ms_less < f->timed_ms[1])
+            f->timed_ms[1] = ms_less;
+        else
+            f->wave_less = 0;
+    }
     if (st == FV_OK) {
         f->engine =
             f->timed_ms[1] < f->timed_ms[0] ? FV_FILTER_ENGINE_DIRECT : FV_FILTER_ENGINE_FUSED;
-        fv__log(ctx, FV_LOG_INFO, "filter: AUTO timed FUSED %.4f ms, DIRECT %.4f ms: takes %s",
-                (double)f->timed_ms[0], (double)f->timed_ms[1], fv_filter_engine_name(f->engine));
+        if (f->engine != FV_FILTER_ENGINE_DIRECT) f->wave_less = 0;
+        fv__log(ctx, FV_LOG_INFO,
+                "filter: AUTO timed FUSED %.4f ms, DIRECT %.4f ms (strips for one block an SM "
+                "fewer: %.4f ms): takes %s%s",
+                (double)f->timed_ms[0], (double)f->timed_ms[1], (double)ms_less,
+                fv_filter_engine_name(f->engine), f->wave_less ? ", taller strips" : "");
     }
 done:
     for (int i = 0; i < 2; i++)
@@ -492,6 +511,7 @@ fv_status fv_filter_info_get(const fv_filter *f, fv_filter_info *out) {
     out->conv_outputs = f->m * (f->pairs ? 2 : 1);
     out->timed_ms[0] = f->timed_ms[0], out->timed_ms[1] = f->timed_ms[1];
     out->direct_exact = f->direct_exact;
+    out->direct_wave_less = f->wave_less;
     return FV_OK;
 }
 

@@ -262,9 +262,12 @@ typedef struct fv__backend {
     /* Optional (NULL: none): the same filter on CUDA cores (no tensor cores
      * needed). k: kernel 0 (and kernel 1, the transpose, for gradient
      * pairs) as r x s row-major floats, each FP16-rounded as the fused
-     * weights are; copied into the launch. Same rules as filter_fused. */
+     * weights are; copied into the launch. wave_less >= 0: the strip
+     * kernel's strips sized for that many blocks an SM fewer than fit (at
+     * least one; 0: all that fit; the same bytes for every value; ignored
+     * by kernels above 3 x 3). Same rules as filter_fused. */
     fv_status (*filter_direct)(fv_context *ctx, const fv_filter_desc *d, const float *k,
-                               const fv_image *in, const fv_image *out);
+                               int wave_less, const fv_image *in, const fv_image *out);
 
     /* Optional (NULL on the CPU backend): streams, timing events, async
      * copies and graph capture for fv_pipeline. A NULL stream means the

@@ -359,10 +359,11 @@ extern "C" fv_status fv__cuda_filter_direct_launch(cudaStream_t s, const fv__cud
                    (a->out_c == 1 || a->in_c == 3) && (a->pairs == 0 || a->pairs == 1) &&
                    a->r >= 1 && a->r <= FV_FILTER_MAX_KERNEL && a->r % 2 == 1 && a->s >= 1 &&
                    a->s <= FV_FILTER_MAX_KERNEL && a->s % 2 == 1 &&
-                   (!a->pairs || (a->r == 3 && a->s == 3)),
+                   (!a->pairs || (a->r == 3 && a->s == 3)) && a->wave_less >= 0,
                FV_ERR_INTERNAL,
-               "filter_direct kernel: bad shape (in_c %d, m %d, out_c %d, pairs %d, %dx%d)",
-               a->in_c, a->m, a->out_c, a->pairs, a->r, a->s);
+               "filter_direct kernel: bad shape (in_c %d, m %d, out_c %d, pairs %d, %dx%d, "
+               "wave_less %d)",
+               a->in_c, a->m, a->out_c, a->pairs, a->r, a->s, a->wave_less);
     direct_params prm;
     memset(&prm, 0, sizeof prm);
     prm.a = *a;
@@ -389,11 +390,12 @@ extern "C" fv_status fv__cuda_filter_direct_launch(cudaStream_t s, const fv__cud
 }
 
 extern "C" fv_status fv__cuda_filter_direct(fv_context *ctx, const fv_filter_desc *d,
-                                            const float *k, const fv_image *in,
+                                            const float *k, int wave_less, const fv_image *in,
                                             const fv_image *out) {
     FV_TRY(fv__cuda_bind(ctx));
     fv__cuda_direct_args a;
     fv__filter_args_fill(&a, d, in, out);
+    a.wave_less = wave_less;
     const size_t rs = (size_t)a.r * a.s;
     memcpy(a.k[0], k, rs * sizeof(float));
     if (a.pairs) memcpy(a.k[1], k + rs, rs * sizeof(float));

@@ -34,6 +34,9 @@ typedef struct fv__cuda_direct_args {
     float k[2][FV__DIRECT_K];
     float gain, threshold;
     int overlay;
+    /* the strip kernel's strips sized for this many blocks an SM fewer
+     * than fit (>= 0; at least one block an SM is kept) */
+    int wave_less;
 } fv__cuda_direct_args;
 
 /* Launches on stream; checks the arguments (FV_ERR_INTERNAL), returns the
@@ -42,7 +45,7 @@ fv_status fv__cuda_filter_direct_launch(cudaStream_t stream, const fv__cuda_dire
 
 /* The backend table's filter_direct (see core/internal.h). */
 fv_status fv__cuda_filter_direct(fv_context *ctx, const fv_filter_desc *d, const float *k,
-                                 const fv_image *in, const fv_image *out);
+                                 int wave_less, const fv_image *in, const fv_image *out);
 
 #ifdef __cplusplus
 }

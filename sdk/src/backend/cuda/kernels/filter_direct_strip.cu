@@ -73,17 +73,6 @@ const int MAX_DEVICES = 64;     /* devices whose launch set-up is kept (launch) 
 #define FV_FILTER_MIN_STRIP 4
 #endif
 const int MIN_STRIP = FV_FILTER_MIN_STRIP;
-/* -DFV_FILTER_WAVE_LESS=K (an A/B knob, default 0): the strips sized for
- * K blocks an SM fewer than fit (taller strips: fewer halo rows and block
- * prologues a pixel, fewer warps; the same code). Measured (H200, session
- * 48, GRAY8, RGB24, YUYV, NV12, Laplacian and Sobel to GRAY8 and RGB24,
- * 4K and 1080p): 1, geometric mean 1.007x: 1080p YUYV 0.945-0.961x, 4K
- * RGB24 Laplacian 0.955-0.974x, 4K GRAY8 and NV12 1.045-1.058x; 2, 1.042x
- * (4K RGB24 0.966-0.992x, YUYV 1.04-1.20x). The best height depends on
- * the kernel and the frame: a choice by measurement, not a constant. */
-#ifndef FV_FILTER_WAVE_LESS
-#define FV_FILTER_WAVE_LESS 0
-#endif
 const int OBUF_WORDS = 6 * 32; /* a warp's output bytes of one row, RGB: 32 x 24 at most */
 
 struct strip_params {
@@ -100,6 +89,7 @@ struct strip_params {
     float gain, threshold;
     float w[2][9]; /* 3 x 3, zero-padded */
     float fc[2];   /* FORM_BOX: c, m - c; FORM_SEP: a, b (see form_of) */
+    int wave_less; /* the launch's only (fv__cuda_direct_args.wave_less) */
 };
 
 /* How a thread sums its 3 x 3 taps (see form_of). FORM_SEP1: FORM_SEP
@@ -1166,7 +1156,16 @@ static fv_status launch_k(cudaStream_t s, const strip_params &base) {
     }
     FV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     strip_params p = base;
-    const int wave = per_sm - FV_FILTER_WAVE_LESS > 0 ? per_sm - FV_FILTER_WAVE_LESS : 1;
+    /* one wave of wave blocks an SM: all that fit, or fewer (taller strips)
+     * where fv_filter_create's AUTO timing found that faster. Measured
+     * (H200, session 48, strips for 1 and 2 fewer blocks an SM against all,
+     * a compile-time knob then; GRAY8, RGB24, YUYV, NV12, Laplacian and
+     * Sobel to GRAY8 and RGB24, 4K and 1080p): 1 fewer, 1080p YUYV
+     * 0.945-0.961x the time, 4K RGB24 Laplacian 0.955-0.974x, 4K GRAY8 and
+     * NV12 1.045-1.058x (geometric mean 1.007x); 2 fewer, 4K RGB24
+     * 0.966-0.992x, YUYV 1.04-1.20x (1.042x): the best height depends on
+     * the kernel and the frame, so it is measured, not fixed. */
+    const int wave = per_sm > base.wave_less ? per_sm - base.wave_less : 1;
     const long long gx = (base.width + L::BW - 1) / L::BW, slots = (long long)sms * wave;
     /* one wave: the strips as tall as the resident blocks allow */
     long long strip = (base.height * gx + slots - 1) / slots;
@@ -1289,6 +1288,7 @@ extern "C" fv_status fv__cuda_filter_strip_launch(cudaStream_t s, const fv__cuda
     p.in_rev = a->in_format == FV_PIXEL_BGR24;
     p.in_c = a->in_c, p.out_c = a->out_c, p.overlay = a->overlay;
     p.gain = a->gain, p.threshold = a->threshold;
+    p.wave_less = a->wave_less;
     memcpy(p.w, w, sizeof p.w);
     const int planes = a->m == 1 ? 1 : 3;
     const int form = form_of(w, a->pairs, planes, p.fc);
