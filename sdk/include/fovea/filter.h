@@ -97,7 +97,8 @@ typedef enum fv_filter_output {
 typedef enum fv_filter_engine {
     /* default. CUDA with tensor cores: FUSED, or DIRECT where DIRECT is
      * byte-identical to it (direct_exact) and ran the frame faster when
-     * fv_filter_create timed both (a few runs each; fv_filter_info says);
+     * fv_filter_create timed both (CUDA-graph replays of 8 applies
+     * each, interleaved, the best of 5 rounds; fv_filter_info says);
      * else CONV. */
     FV_FILTER_ENGINE_AUTO = 0,
     FV_FILTER_ENGINE_FUSED = 1, /* the fused tensor-core kernel (CUDA, sm_70+) */

@@ -270,25 +270,88 @@ static fv_status run_kernel(fv_filter *f, fv_filter_engine e, const fv_image *in
                : ctx->be->filter_fused(ctx, &f->desc, f->w, in, out);
 }
 
-/* ms per frame of engine e on (in, out): the best of 3 timings of 2 runs,
- * after one warm-up run. */
-static fv_status time_engine(fv_filter *f, fv_filter_engine e, const fv_image *in,
-                             const fv_image *out, void *ev[2], float *ms) {
+/* AUTO's timing: each candidate's TIME_APPLIES applies captured into a
+ * CUDA graph (as fv_pipeline and fovea-bench replay them: the host's launch
+ * gaps stay out of the figures), the replays interleaved over TIME_ROUNDS
+ * rounds, the best round per candidate. The best of 3 eager timings of 2
+ * applies misjudged 10 us kernels by 5% (the 4K GRAY8 Laplacian took the
+ * slower strips, docs/bench/RESULTS.md). Eager applies where the backend
+ * has no graphs or the capture fails. */
+enum { TIME_APPLIES = 8, TIME_ROUNDS = 5 };
+
+typedef struct timed_cand {
+    fv_filter_engine engine;
+    int wave_less; /* DIRECT's strips (fv__backend.filter_direct) */
+    void *graph;   /* TIME_APPLIES applies; NULL: launched eagerly */
+    float ms;      /* per frame, the best round */
+} timed_cand;
+
+static fv_status run_cand(fv_filter *f, const timed_cand *c, const fv_image *in,
+                          const fv_image *out) {
+    f->wave_less = c->wave_less;
+    if (c->graph) return f->ctx->be->graph_launch(f->ctx, c->graph);
+    for (int i = 0; i < TIME_APPLIES; i++)
+        FV_TRY(run_kernel(f, c->engine, in, out));
+    return FV_OK;
+}
+
+/* One warm-up apply of c (module loading, kernel attributes), then its
+ * applies captured into c->graph where the backend can. A capture the
+ * driver refuses leaves c->graph NULL (logged); a failing apply is an
+ * error. */
+static fv_status capture_cand(fv_filter *f, timed_cand *c, const fv_image *in,
+                              const fv_image *out) {
     fv_context *ctx = f->ctx;
     const fv__backend *be = ctx->be;
-    float best = INFINITY;
-    FV_TRY(run_kernel(f, e, in, out));
-    for (int rep = 0; rep < 3; rep++) {
-        FV_TRY(be->event_record(ctx, ev[0], NULL));
-        for (int i = 0; i < 2; i++)
-            FV_TRY(run_kernel(f, e, in, out));
-        FV_TRY(be->event_record(ctx, ev[1], NULL));
-        FV_TRY(be->event_done(ctx, ev[1], 1));
-        float t = 0.0f;
-        FV_TRY(be->event_elapsed(ctx, ev[0], ev[1], &t));
-        if (t / 2 < best) best = t / 2;
+    f->wave_less = c->wave_less;
+    FV_TRY(run_kernel(f, c->engine, in, out));
+    if (!be->graph_begin || !be->capturing || be->capturing(ctx)) return FV_OK;
+    if (be->graph_begin(ctx) != FV_OK) {
+        fv__log(ctx, FV_LOG_INFO, "filter: AUTO times eager applies (no capture: %s)",
+                fv_last_error());
+        return FV_OK;
     }
-    *ms = best;
+    fv_status st = FV_OK;
+    for (int i = 0; i < TIME_APPLIES && st == FV_OK; i++)
+        st = run_kernel(f, c->engine, in, out);
+    char saved[1024];
+    if (st != FV_OK) snprintf(saved, sizeof saved, "%s", fv_last_error());
+    void *g = NULL;
+    const fv_status end = be->graph_end(ctx, &g); /* ends the capture in every case */
+    if (st != FV_OK) {
+        if (end == FV_OK) be->graph_destroy(ctx, g);
+        fv__error(st, "%s", saved);
+        return st;
+    }
+    if (end != FV_OK)
+        fv__log(ctx, FV_LOG_INFO, "filter: AUTO times eager applies (capture failed: %s)",
+                fv_last_error());
+    else
+        c->graph = g;
+    return FV_OK;
+}
+
+/* Times cands[0..n) on (in, out) as the comment above says; each ms in
+ * cands[i].ms. */
+static fv_status time_cands(fv_filter *f, timed_cand *cands, int n, const fv_image *in,
+                            const fv_image *out, void *ev[2]) {
+    fv_context *ctx = f->ctx;
+    const fv__backend *be = ctx->be;
+    for (int i = 0; i < n; i++) {
+        cands[i].ms = INFINITY;
+        FV_TRY(capture_cand(f, &cands[i], in, out));
+    }
+    for (int round = 0; round < TIME_ROUNDS; round++)
+        for (int j = 0; j < n; j++) {
+            timed_cand *c = &cands[(j + round) % n]; /* each first in some round */
+            FV_TRY(be->event_record(ctx, ev[0], NULL));
+            FV_TRY(run_cand(f, c, in, out));
+            FV_TRY(be->event_record(ctx, ev[1], NULL));
+            FV_TRY(be->event_done(ctx, ev[1], 1));
+            float t = 0.0f;
+            FV_TRY(be->event_elapsed(ctx, ev[0], ev[1], &t));
+            if (t / TIME_APPLIES < c->ms) c->ms = t / TIME_APPLIES;
+        }
     return FV_OK;
 }
 
@@ -335,6 +398,9 @@ static fv_status choose_auto(fv_filter *f) {
     const int in_rows = d->format == FV_PIXEL_NV12 ? d->height + d->height / 2 : d->height;
     fv_tensor *ti = NULL, *to = NULL;
     void *ev[2] = {NULL, NULL};
+    timed_cand cands[3] = {{.engine = FV_FILTER_ENGINE_FUSED},
+                           {.engine = FV_FILTER_ENGINE_DIRECT},
+                           {.engine = FV_FILTER_ENGINE_DIRECT, .wave_less = 1}};
     fv_tensor_desc td = {.dtype = FV_DTYPE_U8, .h = in_rows, .w = (int)in.stride, .c = 1};
     unsigned char *host = malloc(in.stride * (size_t)SCRATCH_ROWS);
     fv_status st = host ? fv_tensor_create(ctx, &td, &ti) : FV_ERR_OUT_OF_MEMORY;
@@ -359,33 +425,35 @@ static fv_status choose_auto(fv_filter *f) {
             in.uv = (unsigned char *)in.data + in.stride * (size_t)d->height,
             in.uv_stride = in.stride;
         out.data = fv_tensor_data(to);
-        st = time_engine(f, FV_FILTER_ENGINE_FUSED, &in, &out, ev, &f->timed_ms[0]);
-    }
-    /* DIRECT's strip kernel (up to 3 x 3) also with strips for one block
-     * an SM fewer than fit (taller strips): which is faster depends on the
-     * kernel and the frame (filter_direct_strip.cu's launch says by how
-     * much); the faster is kept */
-    float ms_less = 0.0f;
-    if (st == FV_OK) st = time_engine(f, FV_FILTER_ENGINE_DIRECT, &in, &out, ev, &f->timed_ms[1]);
-    if (st == FV_OK && f->r <= 3 && f->s <= 3) {
-        f->wave_less = 1;
-        st = time_engine(f, FV_FILTER_ENGINE_DIRECT, &in, &out, ev, &ms_less);
-        if (st == FV_OK && ms_less < f->timed_ms[1])
-            f->timed_ms[1] = ms_less;
-        else
-            f->wave_less = 0;
-    }
-    if (st == FV_OK) {
-        f->engine =
-            f->timed_ms[1] < f->timed_ms[0] ? FV_FILTER_ENGINE_DIRECT : FV_FILTER_ENGINE_FUSED;
-        if (f->engine != FV_FILTER_ENGINE_DIRECT) f->wave_less = 0;
-        fv__log(ctx, FV_LOG_INFO,
-                "filter: AUTO timed FUSED %.4f ms, DIRECT %.4f ms (strips for one block an SM "
-                "fewer: %.4f ms): takes %s%s",
-                (double)f->timed_ms[0], (double)f->timed_ms[1], (double)ms_less,
-                fv_filter_engine_name(f->engine), f->wave_less ? ", taller strips" : "");
+        /* DIRECT's strip kernel (up to 3 x 3) also with strips for one
+         * block an SM fewer than fit (taller strips): which is faster
+         * depends on the kernel and the frame (filter_direct_strip.cu's
+         * launch says by how much); the faster is kept */
+        const int n = f->r <= 3 && f->s <= 3 ? 3 : 2;
+        st = time_cands(f, cands, n, &in, &out, ev);
+        if (st == FV_OK) {
+            const timed_cand *direct = n == 3 && cands[2].ms < cands[1].ms ? &cands[2] : &cands[1];
+            f->timed_ms[0] = cands[0].ms;
+            f->timed_ms[1] = direct->ms;
+            f->engine = direct->ms < cands[0].ms ? FV_FILTER_ENGINE_DIRECT : FV_FILTER_ENGINE_FUSED;
+            f->wave_less = f->engine == FV_FILTER_ENGINE_DIRECT ? direct->wave_less : 0;
+            int graphs = 0;
+            for (int i = 0; i < n; i++)
+                graphs += cands[i].graph != NULL;
+            fv__log(ctx, FV_LOG_INFO,
+                    "filter: AUTO timed (%s of %d applies, the best of %d rounds) FUSED %.4f ms, "
+                    "DIRECT %.4f ms (strips for one block an SM fewer: %.4f ms): takes %s%s",
+                    graphs == n   ? "graph replays"
+                    : graphs == 0 ? "eager runs"
+                                  : "graph replays and eager runs",
+                    TIME_APPLIES, TIME_ROUNDS, (double)cands[0].ms, (double)cands[1].ms,
+                    n == 3 ? (double)cands[2].ms : 0.0, fv_filter_engine_name(f->engine),
+                    f->wave_less ? ", taller strips" : "");
+        }
     }
 done:
+    for (int i = 0; i < 3; i++)
+        if (cands[i].graph) be->graph_destroy(ctx, cands[i].graph);
     for (int i = 0; i < 2; i++)
         if (ev[i]) be->event_destroy(ctx, ev[i]); /* waits for the event */
     if (ti && st == FV_OK) {
