@@ -498,6 +498,109 @@ static void direct_kernel_variants_from_profile(void **state) {
     remove(path);
 }
 
+/* The output halves of case cc on `gpu` for inputs x, w, b (FP16 values),
+ * into out (nout halves; poisoned first); the op's engine into engine. */
+static void gpu_halves(const conv_case *cc, const float *x, const float *w, const float *b,
+                       fv_half *out, size_t nout, char engine[64]) {
+    fv_conv2d_desc gd = desc_of(cc, FV_DTYPE_F16, w, b);
+    fv_conv2d *op = NULL;
+    FV_ASSERT_OK(fv_conv2d_create(gpu, &gd, &op));
+    int on, oh, ow, oc;
+    fv_conv2d_output_shape(op, &on, &oh, &ow, &oc);
+    assert_int_equal((size_t)on * oh * ow * oc, nout);
+    const size_t nin = (size_t)cc->n * cc->h * cc->w * cc->c;
+    fv_half *xh = malloc(nin * sizeof *xh);
+    assert_non_null(xh);
+    fv_f32_to_f16_n(x, xh, nin);
+    fv_tensor *gx = make(gpu, FV_DTYPE_F16, cc->n, cc->h, cc->w, cc->c);
+    fv_tensor *gy = make(gpu, FV_DTYPE_F16, on, oh, ow, oc);
+    FV_ASSERT_OK(fv_tensor_upload(gpu, gx, xh, nin * sizeof *xh));
+    for (size_t i = 0; i < nout; i++)
+        out[i] = 0x7e00; /* NaN: every output must be written */
+    FV_ASSERT_OK(fv_tensor_upload(gpu, gy, out, nout * sizeof *out));
+    FV_ASSERT_OK(fv_conv2d_forward(op, gx, gy));
+    FV_ASSERT_OK(fv_tensor_download(gpu, gy, out, nout * sizeof *out));
+    FV_ASSERT_OK(fv_context_synchronize(gpu));
+    fv_conv2d_info info;
+    FV_ASSERT_OK(fv_conv2d_info_get(op, &info));
+    assert_string_equal(info.path, "direct");
+    snprintf(engine, 64, "%s", info.engine);
+    fv_tensor_destroy(gx), fv_tensor_destroy(gy);
+    fv_conv2d_destroy(op);
+    free(xh);
+}
+
+/* The K 8 two-rows kernels' windows by Hopper's tensor memory accelerator
+ * (SM 9.0+: engine names end in "-tma") give the bytes of the cp.async
+ * window (FV_CONV_NO_TMA=1), in every block geometry (16, 12, 8, 4 rows,
+ * persistent, through profile entries), 3x3 and 5x5, partial tiles at the
+ * right and bottom edges, frames narrower than a tile and shorter than a
+ * block's rows, a batch of 2; and match the CPU reference. Below SM 9.0
+ * both runs take the cp.async window. */
+static void direct_tma_window_gives_the_same_bytes(void **state) {
+    (void)state;
+    fv_context_info ci;
+    FV_ASSERT_OK(fv_context_info_get(gpu, &ci));
+    const int hopper = ci.sm_major >= 9;
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    make_temp_file(path);
+    fv_test_seed(9090);
+    const conv_case cases[] = {
+        {2, 45, 70, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
+        {1, 38, 67, 8, 8, 5, 5, 1, 2, 1, 1, FV_ACT_IDENTITY, 0, 1, FV_CONV2D_DIRECT},
+        {2, 7, 20, 8, 6, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 0, FV_CONV2D_DIRECT},
+        {1, 67, 129, 5, 8, 5, 5, 1, 2, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, FV_CONV2D_DIRECT},
+    };
+    const size_t nc = sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < nc; i++) /* against the CPU; the profile's entries */
+        assert_true(run_case(&cases[i], 1) <= 2e-3);
+    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+    size_t len = 0;
+    char *text = read_text(path, &len);
+    char *edited = malloc(2 * len + 1);
+    assert_non_null(edited);
+    const char *variants[] = {"316", "312", "308", "304"};
+    for (int v = 0; v < 4; v++) {
+        set_direct_engines(text, edited, variants[v]);
+        write_text(path, edited);
+        fv_context *saved = push_profile_context(path);
+        for (size_t i = 0; i < nc; i++) {
+            conv_case cc = cases[i];
+            cc.flags = 0; /* the profile decides */
+            const int p = cc.h + 2 * cc.pad - cc.r + 1, q = cc.w + 2 * cc.pad - cc.s + 1;
+            const size_t nin = (size_t)cc.n * cc.h * cc.w * cc.c, nw = (size_t)cc.k * cc.c * 25;
+            const size_t nout = (size_t)cc.n * p * q * cc.k;
+            float *x = malloc(nin * sizeof *x), *w = malloc(nw * sizeof *w), b[8];
+            fv_half *got = malloc(nout * sizeof *got), *want = malloc(nout * sizeof *want);
+            assert_true(x && w && got && want);
+            fv_test_fill_uniform(x, nin, -1, 1);
+            fv_test_fill_uniform(w, nw, -0.5f, 0.5f);
+            fv_test_fill_uniform(b, 8, -0.5f, 0.5f);
+            char eng[64], eng_off[64];
+            gpu_halves(&cc, x, w, b, got, nout, eng);
+            assert_int_equal(setenv("FV_CONV_NO_TMA", "1", 1), 0);
+            gpu_halves(&cc, x, w, b, want, nout, eng_off);
+            assert_int_equal(unsetenv("FV_CONV_NO_TMA"), 0);
+            const size_t el = strlen(eng);
+            const int tma = el > 4 && strcmp(eng + el - 4, "-tma") == 0;
+            printf("  %dx%dx%dx%d k%d %dx%d, engine %s: %s and %s\n", cc.n, cc.h, cc.w, cc.c, cc.k,
+                   cc.r, cc.s, variants[v], eng, eng_off);
+            assert_int_equal(tma, hopper);
+            assert_null(strstr(eng_off, "-tma"));
+            for (size_t j = 0; j < nout; j++)
+                if (got[j] != want[j])
+                    fail_msg("engine %s, case %zu: half %zu of %zu: 0x%04x with TMA, 0x%04x "
+                             "without",
+                             variants[v], i, j, nout, got[j], want[j]);
+            free(x), free(w), free(got), free(want);
+        }
+        pop_profile_context(saved);
+    }
+    free(text);
+    free(edited);
+    remove(path);
+}
+
 /* Packed taps in each of their block geometries through profile entries
  * naming them, into whole outputs and channel slices, partial tiles, a
  * batch of 2: two rows a warp (C of 1, 3 or 4; 3x3 and 5x5 at stride 1; K
@@ -1624,6 +1727,7 @@ int main(void) {
         cmocka_unit_test(matches_cpu_reference),
         cmocka_unit_test(direct_kernel_matches_cpu_reference),
         cmocka_unit_test(direct_kernel_variants_from_profile),
+        cmocka_unit_test(direct_tma_window_gives_the_same_bytes),
         cmocka_unit_test(direct_kernel_packed_taps_variants),
         cmocka_unit_test(legacy_fused_from_profile),
         cmocka_unit_test(residual_matches_cpu_reference),
@@ -1651,6 +1755,7 @@ int main(void) {
      * 20 times instead of 500 */
     const struct CMUnitTest quick[] = {
         cmocka_unit_test(matches_cpu_reference),
+        cmocka_unit_test(direct_tma_window_gives_the_same_bytes),
         cmocka_unit_test(direct_kernel_packed_taps_variants),
         cmocka_unit_test(residual_is_checked),
         cmocka_unit_test(output_slice_is_checked),

@@ -127,7 +127,8 @@ typedef struct fv_conv2d_info {
      * implicit GEMM), "cpu" */
     char path[16];
     char engine[64];        /* e.g. "eng7" (graph), "IMPLICIT_PRECOMP_GEMM" (legacy),
-                               "fovea-direct-8rows" (direct),
+                               "fovea-direct-8rows" (direct; "-tma" at the end where
+                               Hopper's tensor memory accelerator copies its windows),
                                "fovea-gemm-64x32-split16" (gemm), "direct" (cpu) */
     int tensor_cores;       /* 1 when the engine runs on tensor cores */
     int fused;              /* 1 when bias and activation run inside the convolution */

@@ -185,12 +185,12 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, 
     c->choice.path = FV__PATH_DIRECT;
     c->choice.cdecl_ = f->cd;
     c->choice.engine = variant;
-    snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows%s%s%s", th,
+    snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows%s%s%s%s", th,
              c->dg.persistent ? "-persistent" : "", c->dg.two ? "-2w" : "",
-             c->dg.pc ? "-packed" : "");
-    snprintf(c->how, sizeof c->how, "fovea direct kernel, %d rows a block%s%s%s, %zu B shared", th,
-             c->dg.persistent ? ", persistent" : "", c->dg.two ? ", two rows a warp" : "",
-             c->dg.pc ? ", packed taps" : "", smem);
+             c->dg.pc ? "-packed" : "", c->dg.tma ? "-tma" : "");
+    snprintf(c->how, sizeof c->how, "fovea direct kernel, %d rows a block%s%s%s%s, %zu B shared",
+             th, c->dg.persistent ? ", persistent" : "", c->dg.two ? ", two rows a warp" : "",
+             c->dg.pc ? ", packed taps" : "", c->dg.tma ? ", window by TMA" : "", smem);
     return 1;
 }
 

@@ -1,12 +1,25 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "conv_direct.cuh"
 #include "act8.cuh"
 #include "cp_async.cuh"
 #include "../cuda_check.h"
 #include "../fast_div.h"
 #include "../../activation.h"
+
+/* The window of the K 8 two-rows kernels by the tensor memory accelerator
+ * (direct_kernel_tma); -DFV_CONV_DIRECT_NO_TMA builds without it (A/B
+ * timing), and CUDA before 12.0 has no tensor maps. */
+#if !defined(FV_CONV_DIRECT_NO_TMA) && CUDART_VERSION >= 12000
+#define FV_CONV_TMA 1
+#include <cuda.h> /* CUtensorMap (types only: the encoder comes from the runtime) */
+#include <cudaTypedefs.h>
+#else
+#define FV_CONV_TMA 0
+#endif
 
 using namespace nvcuda;
 using fv_k::copy_async;
@@ -939,6 +952,157 @@ __global__ void __launch_bounds__(TWO || PC ? 256 : 512, min_blocks(TWO, PC, NF,
 
 typedef void (*kernel_fn)(direct_args);
 
+#if FV_CONV_TMA
+/* Hopper's tensor memory accelerator (SM 9.0+) for the window of the
+ * persistent K 8 two-rows kernels (8 channels read, stride 1, 3x3 or 5x5):
+ * one thread asks for the tile's whole window as one box of a 4-D tensor
+ * map (C, W, H, N; the box: 8 channels x the window's row length in pixels
+ * x its rows), and the copy engine writes it to shared memory, zeros
+ * outside the image, and counts the bytes on an mbarrier that the block
+ * waits on. The cp.async walk it replaces took about 185 of a warp's
+ * ~500-600 instructions a tile (a division, bounds, a 64-bit address and a
+ * copy for each 16-byte vector, 2-3 a thread; ncu, H200, session 42), in a
+ * kernel bound by issue. The box is STRIDE / 8 pixels wide (one or two past
+ * the columns the MMAs read: the window's rows stay STRIDE halves apart,
+ * as load_window lays them); the same MMAs in the same order: the same
+ * results. */
+__device__ __forceinline__ void bar_init(unsigned long long *bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
+}
+/* The arrival of this phase's one thread, with the bytes its copy brings. */
+__device__ __forceinline__ void bar_expect(unsigned long long *bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void bar_wait(unsigned long long *bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(smem_addr(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+/* The window of the tile at (image n, first output row oy0, column ox0)
+ * into win, completing on bar. */
+__device__ __forceinline__ void tma_window(__half *win, const CUtensorMap *tm,
+                                           unsigned long long *bar, const direct_args &a, int n,
+                                           int oy0, int ox0) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_addr(win)),
+                 "l"(reinterpret_cast<unsigned long long>(tm)), "r"(0), "r"(ox0 - a.pw),
+                 "r"(oy0 - a.ph), "r"(n), "r"(smem_addr(bar))
+                 : "memory");
+}
+
+/* direct_kernel_persistent<8, 1, false, RT, true> with the window by the
+ * tensor memory accelerator (above): the same tiles, walk, MMAs and
+ * epilogue. Two mbarriers (one a window buffer) in the bias slot's unused
+ * tail (bias_floats(8): 32 floats, the bias takes 8). */
+template <int RT>
+__global__ void __launch_bounds__(256, min_blocks(true, 0, 1, 1))
+    direct_kernel_tma(direct_args a, const __grid_constant__ CUtensorMap tm) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    typedef fixed_window<8, false, RT> FW;
+    static_assert(FW::on && FW::STRIDE % 8 == 0, "the box is whole pixels");
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int rows = (blockDim.x >> 5) * 2; /* output rows a tile */
+    __half *sw = reinterpret_cast<__half *>(smem);
+    float *sbias = reinterpret_cast<float *>(sw + (size_t)8 * a.r * a.kr);
+    __half *win0 = reinterpret_cast<__half *>(sbias + bias_floats(8)), *win1 = win0 + a.win_halves;
+    unsigned long long *bars = reinterpret_cast<unsigned long long *>(sbias + 16);
+    const int tiles_x = (a.q + 31) / 32, tiles_y = (a.p + rows - 1) / rows;
+    const int total = tiles_x * tiles_y * a.n;
+    const tile_split<true> split(tiles_x, tiles_y, rows);
+    const unsigned bytes = (unsigned)a.rows_in * FW::STRIDE * 2;
+    int t = blockIdx.x;
+    if (threadIdx.x == 0) {
+        bar_init(&bars[0]);
+        bar_init(&bars[1]);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        if (t < total) {
+            const int3 at = split.at(t);
+            bar_expect(&bars[0], bytes);
+            tma_window(win0, &tm, &bars[0], a, at.x, at.y, at.z);
+        }
+    }
+    load_weights<1>(a, sw, sbias);
+    copy_commit();
+    fv_k::copy_wait<0>();
+    __syncthreads(); /* weights, bias and the barriers' set-up seen by all */
+    for (int i = 0; t < total; t += gridDim.x, i++) {
+        const int b = i & 1;
+        const int tn = t + gridDim.x;
+        if (threadIdx.x == 0 && tn < total) { /* the buffer everyone left at the last barrier */
+            const int3 at = split.at(tn);
+            bar_expect(&bars[b ^ 1], bytes);
+            tma_window(b ? win0 : win1, &tm, &bars[b ^ 1], a, at.x, at.y, at.z);
+        }
+        bar_wait(&bars[b], (unsigned)(i >> 1) & 1u); /* this tile's window has landed */
+        const int3 at = split.at(t);
+        tile_of<8, 1, false, RT, true>::run(a, b ? win1 : win0, nullptr, sw, nullptr, sbias, at.x,
+                                            at.y, at.z);
+        __syncthreads(); /* everyone is done with this buffer before it is refilled */
+    }
+#endif
+}
+
+typedef void (*tma_kernel_fn)(direct_args, const CUtensorMap);
+
+/* The TMA kernel for g where one exists (the device aside), else NULL. */
+tma_kernel_fn pick_tma(const fv__conv_direct_geom *g) {
+    if (!g->two || !g->persistent || g->pair || g->pc || g->cm != 8 || g->kp != 8 || g->sh != 1 ||
+        g->sw != 1 || g->r != g->s || g->cs % 8)
+        return nullptr;
+    return g->r == 3 ? direct_kernel_tma<3> : g->r == 5 ? direct_kernel_tma<5> : nullptr;
+}
+
+/* cuTensorMapEncodeTiled from the driver, through the runtime (no link
+ * against libcuda); NULL where the driver has none. */
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+        void *f = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
+                                                         cudaEnableDefault, &q);
+#else
+        cudaError_t e =
+            cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q);
+#endif
+        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+            cudaGetLastError();
+            f = nullptr;
+        }
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    }();
+    return fn;
+}
+
+/* The tensor map of x for g's windows (see direct_kernel_tma). */
+fv_status encode_window_map(const fv__conv_direct_geom *g, const void *x, int rows_in,
+                            int row_stride, CUtensorMap *tm) {
+    PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+    FV_REQUIRE(encode, FV_ERR_INTERNAL, "direct conv: the driver has no cuTensorMapEncodeTiled");
+    const cuuint64_t dims[4] = {(cuuint64_t)g->cs, (cuuint64_t)g->w, (cuuint64_t)g->h,
+                                (cuuint64_t)g->n};
+    const cuuint64_t strides[3] = {(cuuint64_t)g->cs * 2, (cuuint64_t)g->w * g->cs * 2,
+                                   (cuuint64_t)g->h * g->w * g->cs * 2};
+    const cuuint32_t box[4] = {8, (cuuint32_t)row_stride / 8, (cuuint32_t)rows_in, 1};
+    const cuuint32_t unit[4] = {1, 1, 1, 1};
+    const CUresult r =
+        encode(tm, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, const_cast<void *>(x), dims, strides, box,
+               unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+               CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    FV_REQUIRE(r == CUDA_SUCCESS, FV_ERR_INTERNAL,
+               "direct conv: cuTensorMapEncodeTiled failed (%d) for %dx%dx%d x %d, box %ux%ux%u",
+               (int)r, g->h, g->w, g->cs, g->n, box[2], box[1], box[0]);
+    return FV_OK;
+}
+#endif
+
 /* The two-rows-a-warp kernels (fixed geometry), made for K of 8, 16 and
  * 32 only (OK; with 64 their accumulators spill: 1.5-3 KB, sm_90): cm 8 a
  * block a tile or persistent; wide pixels (cm 16, 32) persistent only, K
@@ -1219,11 +1383,27 @@ extern "C" fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g) {
     FV_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     FV_REQUIRE(smem_of(g) <= (size_t)optin, FV_ERR_INTERNAL,
                "direct conv: %zu bytes of shared memory, the GPU has %d", smem_of(g), optin);
-    FV_CUDA_TRY(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    const void *fn = reinterpret_cast<const void *>(f);
+    g->tma = 0;
+#if FV_CONV_TMA
+    /* the TMA kernel where the device has the engine (SM 9.0+) and the
+     * kernel was built for it (PTX of 9.0 or later: a kernel compiled from
+     * older PTX has no body for it) */
+    tma_kernel_fn ft = pick_tma(g);
+    const char *no_tma = getenv("FV_CONV_NO_TMA");
+    int major = 0;
+    FV_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    if (ft && major >= 9 && !(no_tma && strcmp(no_tma, "1") == 0) && tensor_map_encoder()) {
+        cudaFuncAttributes fa;
+        FV_CUDA_TRY(cudaFuncGetAttributes(&fa, reinterpret_cast<const void *>(ft)));
+        if (fa.ptxVersion >= 90) g->tma = 1, fn = reinterpret_cast<const void *>(ft);
+    }
+#endif
+    FV_CUDA_TRY(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     /* persistent blocks: as many as fit at once, at most one a tile */
     int per_sm = 0, sms = 0;
     FV_CUDA_TRY(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, 32 * warps_of(g), smem_of(g)));
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, 32 * warps_of(g), smem_of(g)));
     FV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     FV_REQUIRE(per_sm > 0, FV_ERR_NOT_SUPPORTED,
                "direct conv: no block of %d threads and %zu bytes of shared memory fits an SM",
@@ -1261,6 +1441,19 @@ extern "C" fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_dir
     a.act = (int)act;
     a.alpha = alpha;
     FV_REQUIRE(g->grid > 0, FV_ERR_INTERNAL, "direct conv: not prepared");
+#if FV_CONV_TMA
+    if (g->tma) {
+        tma_kernel_fn ft = pick_tma(g);
+        FV_REQUIRE(ft, FV_ERR_INTERNAL, "direct conv: no TMA kernel for this geometry");
+        CUtensorMap tm;
+        FV_TRY(encode_window_map(g, x, a.rows_in, a.row_stride, &tm));
+        ft<<<g->grid, 32 * warps_of(g), smem_of(g), stream>>>(a, tm);
+        FV_CUDA_TRY(cudaGetLastError());
+        return FV_OK;
+    }
+#else
+    FV_REQUIRE(!g->tma, FV_ERR_INTERNAL, "direct conv: built without the TMA kernels");
+#endif
     if (g->persistent)
         f<<<g->grid, 32 * warps_of(g), smem_of(g), stream>>>(a);
     else

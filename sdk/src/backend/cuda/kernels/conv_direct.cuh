@@ -88,6 +88,10 @@ typedef struct fv__conv_direct_geom {
                        two rows a warp or one (C 3 or 4); kr = s * pc rounded up to 16;
                        0: off */
     int grid;       /* blocks (set by fv__conv_direct_prepare) */
+    int tma;        /* set by fv__conv_direct_prepare: 1 where the window goes by
+                       Hopper's tensor memory accelerator (SM 9.0+; persistent two
+                       rows a warp, 8 channels read, K 8, stride 1, 3x3 or 5x5),
+                       unless FV_CONV_NO_TMA=1 in the environment */
 } fv__conv_direct_geom;
 
 /* Fills kr and checks that the kernel runs g on device `device`; smem gets
