@@ -954,17 +954,21 @@ typedef void (*kernel_fn)(direct_args);
 
 #if FV_CONV_TMA
 /* Hopper's tensor memory accelerator (SM 9.0+) for the window of the
- * persistent K 8 two-rows kernels (8 channels read, stride 1, 3x3 or 5x5):
- * one thread asks for the tile's whole window as one box of a 4-D tensor
- * map (C, W, H, N; the box: 8 channels x the window's row length in pixels
- * x its rows), and the copy engine writes it to shared memory, zeros
- * outside the image, and counts the bytes on an mbarrier that the block
- * waits on. The cp.async walk it replaces took about 185 of a warp's
- * ~500-600 instructions a tile (a division, bounds, a 64-bit address and a
- * copy for each 16-byte vector, 2-3 a thread; ncu, H200, session 42), in a
- * kernel bound by issue. The box is STRIDE / 8 pixels wide (one or two past
- * the columns the MMAs read: the window's rows stay STRIDE halves apart,
- * as load_window lays them); the same MMAs in the same order: the same
+ * persistent K 8 two-rows kernels (8 channels stored and read, stride 1,
+ * 3x3 or 5x5): one thread asks for the tile's whole window as one box of a
+ * 3-D tensor map over the input as 32-bit words (a row's pixels and
+ * channels as one dimension, then H, N; the box: the window's row, STRIDE
+ * halves, x its rows), and the copy engine writes it to shared memory,
+ * zeros outside the image, and counts the bytes on an mbarrier that the
+ * block waits on. Rows of whole pixels: 576 contiguous bytes at 3x3. A box
+ * of 16-byte pixels (C, W, H, N) ran 1.07-1.13x the cp.async walk's time
+ * (H200: 2048x2048x8->8 and 1920x1080x8->8 3x3, session 49). The cp.async
+ * walk it replaces took about 185 of a warp's ~500-600 instructions a tile
+ * (a division, bounds, a 64-bit address and a copy for each 16-byte
+ * vector, 2-3 a thread; ncu, H200, session 42), in a kernel bound by
+ * issue. The box is STRIDE / 8 pixels wide (one or two past the columns
+ * the MMAs read: the window's rows stay STRIDE halves apart, as
+ * load_window lays them); the same MMAs in the same order: the same
  * results. */
 __device__ __forceinline__ void bar_init(unsigned long long *bar) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
@@ -990,9 +994,9 @@ __device__ __forceinline__ void bar_wait(unsigned long long *bar, unsigned parit
 __device__ __forceinline__ void tma_window(__half *win, const CUtensorMap *tm,
                                            unsigned long long *bar, const direct_args &a, int n,
                                            int oy0, int ox0) {
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                 "[%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_addr(win)),
-                 "l"(reinterpret_cast<unsigned long long>(tm)), "r"(0), "r"(ox0 - a.pw),
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_addr(win)),
+                 "l"(reinterpret_cast<unsigned long long>(tm)), "r"((ox0 - a.pw) * (a.cs / 2)),
                  "r"(oy0 - a.ph), "r"(n), "r"(smem_addr(bar))
                  : "memory");
 }
@@ -1053,8 +1057,8 @@ typedef void (*tma_kernel_fn)(direct_args, const CUtensorMap);
 
 /* The TMA kernel for g where one exists (the device aside), else NULL. */
 tma_kernel_fn pick_tma(const fv__conv_direct_geom *g) {
-    if (!g->two || !g->persistent || g->pair || g->pc || g->cm != 8 || g->kp != 8 || g->sh != 1 ||
-        g->sw != 1 || g->r != g->s || g->cs % 8)
+    if (!g->two || !g->persistent || g->pair || g->pc || g->cm != 8 || g->cs != 8 || g->kp != 8 ||
+        g->sh != 1 || g->sw != 1 || g->r != g->s)
         return nullptr;
     return g->r == 3 ? direct_kernel_tma<3> : g->r == 5 ? direct_kernel_tma<5> : nullptr;
 }
@@ -1086,19 +1090,19 @@ fv_status encode_window_map(const fv__conv_direct_geom *g, const void *x, int ro
                             int row_stride, CUtensorMap *tm) {
     PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
     FV_REQUIRE(encode, FV_ERR_INTERNAL, "direct conv: the driver has no cuTensorMapEncodeTiled");
-    const cuuint64_t dims[4] = {(cuuint64_t)g->cs, (cuuint64_t)g->w, (cuuint64_t)g->h,
-                                (cuuint64_t)g->n};
-    const cuuint64_t strides[3] = {(cuuint64_t)g->cs * 2, (cuuint64_t)g->w * g->cs * 2,
+    const cuuint64_t dims[3] = {(cuuint64_t)g->w * g->cs / 2, (cuuint64_t)g->h, (cuuint64_t)g->n};
+    const cuuint64_t strides[2] = {(cuuint64_t)g->w * g->cs * 2,
                                    (cuuint64_t)g->h * g->w * g->cs * 2};
-    const cuuint32_t box[4] = {8, (cuuint32_t)row_stride / 8, (cuuint32_t)rows_in, 1};
-    const cuuint32_t unit[4] = {1, 1, 1, 1};
+    const cuuint32_t box[3] = {(cuuint32_t)row_stride / 2, (cuuint32_t)rows_in, 1};
+    const cuuint32_t unit[3] = {1, 1, 1};
     const CUresult r =
-        encode(tm, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, const_cast<void *>(x), dims, strides, box,
+        encode(tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, const_cast<void *>(x), dims, strides, box,
                unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     FV_REQUIRE(r == CUDA_SUCCESS, FV_ERR_INTERNAL,
-               "direct conv: cuTensorMapEncodeTiled failed (%d) for %dx%dx%d x %d, box %ux%ux%u",
-               (int)r, g->h, g->w, g->cs, g->n, box[2], box[1], box[0]);
+               "direct conv: cuTensorMapEncodeTiled failed (%d) for %dx%dx%d x %d, box %u x %u "
+               "words",
+               (int)r, g->h, g->w, g->cs, g->n, box[1], box[0]);
     return FV_OK;
 }
 #endif
