@@ -530,10 +530,11 @@ static void gpu_halves(const conv_case *cc, const float *x, const float *w, cons
     free(xh);
 }
 
-/* The K 8 two-rows kernels' windows by Hopper's tensor memory accelerator
- * (SM 9.0+: engine names end in "-tma") give the bytes of the cp.async
- * window (FV_CONV_NO_TMA=1), in every block geometry (16, 12, 8, 4 rows,
- * persistent, through profile entries), 3x3 and 5x5, partial tiles at the
+/* The 8-channel two-rows kernels' windows by Hopper's tensor memory
+ * accelerator (SM 9.0+: engine names end in "-tma") give the bytes of the
+ * cp.async window (FV_CONV_NO_TMA=1), in every block geometry (16, 12, 8, 4
+ * rows, persistent, through profile entries), K 8, 16 and 32 (28 stored as
+ * 32), 3x3 and 5x5, partial tiles at the
  * right and bottom edges, frames narrower than a tile and shorter than a
  * block's rows, a batch of 2; and match the CPU reference. Below SM 9.0
  * both runs take the cp.async window. */
@@ -550,6 +551,9 @@ static void direct_tma_window_gives_the_same_bytes(void **state) {
         {1, 38, 67, 8, 8, 5, 5, 1, 2, 1, 1, FV_ACT_IDENTITY, 0, 1, FV_CONV2D_DIRECT},
         {2, 7, 20, 8, 6, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 0, FV_CONV2D_DIRECT},
         {1, 67, 129, 5, 8, 5, 5, 1, 2, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, FV_CONV2D_DIRECT},
+        {1, 45, 70, 8, 16, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, FV_CONV2D_DIRECT},
+        {2, 29, 47, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, FV_CONV2D_DIRECT},
+        {1, 21, 40, 6, 28, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 0, FV_CONV2D_DIRECT},
     };
     const size_t nc = sizeof cases / sizeof cases[0];
     for (size_t i = 0; i < nc; i++) /* against the CPU; the profile's entries */
@@ -570,12 +574,12 @@ static void direct_tma_window_gives_the_same_bytes(void **state) {
             const int p = cc.h + 2 * cc.pad - cc.r + 1, q = cc.w + 2 * cc.pad - cc.s + 1;
             const size_t nin = (size_t)cc.n * cc.h * cc.w * cc.c, nw = (size_t)cc.k * cc.c * 25;
             const size_t nout = (size_t)cc.n * p * q * cc.k;
-            float *x = malloc(nin * sizeof *x), *w = malloc(nw * sizeof *w), b[8];
+            float *x = malloc(nin * sizeof *x), *w = malloc(nw * sizeof *w), b[32];
             fv_half *got = malloc(nout * sizeof *got), *want = malloc(nout * sizeof *want);
             assert_true(x && w && got && want);
             fv_test_fill_uniform(x, nin, -1, 1);
             fv_test_fill_uniform(w, nw, -0.5f, 0.5f);
-            fv_test_fill_uniform(b, 8, -0.5f, 0.5f);
+            fv_test_fill_uniform(b, 32, -0.5f, 0.5f);
             char eng[64], eng_off[64];
             gpu_halves(&cc, x, w, b, got, nout, eng);
             assert_int_equal(setenv("FV_CONV_NO_TMA", "1", 1), 0);

@@ -10,7 +10,7 @@
 #include "../fast_div.h"
 #include "../../activation.h"
 
-/* The window of the K 8 two-rows kernels by the tensor memory accelerator
+/* The window of the 8-channel two-rows kernels by the tensor memory accelerator
  * (direct_kernel_tma); -DFV_CONV_DIRECT_NO_TMA builds without it (A/B
  * timing), and CUDA before 12.0 has no tensor maps. */
 #if !defined(FV_CONV_DIRECT_NO_TMA) && CUDART_VERSION >= 12000
@@ -193,7 +193,9 @@ size_t smem_of(const fv__conv_direct_geom *g) {
         (size_t)g->kp * g->r * g->kr * 2 +
         (size_t)stage_floats(warps_of(g), g->two || g->pc || wide(g->cm, g->pair != 0)) * 4 +
         (size_t)bias_floats(g->kp) * 4;
-    if (g->persistent) return common + ((size_t)2 * window_halves(g) + packed_halves(g)) * 2;
+    if (g->persistent) /* + the TMA kernels' mbarriers past the windows at K 32 */
+        return common + ((size_t)2 * window_halves(g) + packed_halves(g)) * 2 +
+               (g->tma && g->kp > 16 ? 128 : 0);
     int rows, cols, stride;
     window_of(g, &rows, &cols, &stride);
     return common + (size_t)rows * stride * 2;
@@ -954,8 +956,8 @@ typedef void (*kernel_fn)(direct_args);
 
 #if FV_CONV_TMA
 /* Hopper's tensor memory accelerator (SM 9.0+) for the window of the
- * persistent K 8 two-rows kernels (8 channels stored and read, stride 1,
- * 3x3 or 5x5): one thread asks for the tile's whole window as one box of a
+ * persistent two-rows kernels of 8 channels stored and read (K 8, 16 or
+ * 32, stride 1, 3x3 or 5x5): one thread asks for the tile's whole window as one box of a
  * 3-D tensor map over the input as 32-bit words (a row's pixels and
  * channels as one dimension, then H, N; the box: the window's row, STRIDE
  * halves, x its rows), and the copy engine writes it to shared memory,
@@ -1001,12 +1003,13 @@ __device__ __forceinline__ void tma_window(__half *win, const CUtensorMap *tm,
                  : "memory");
 }
 
-/* direct_kernel_persistent<8, 1, false, RT, true> with the window by the
+/* direct_kernel_persistent<8, NF, false, RT, true> with the window by the
  * tensor memory accelerator (above): the same tiles, walk, MMAs and
- * epilogue. Two mbarriers (one a window buffer) in the bias slot's unused
- * tail (bias_floats(8): 32 floats, the bias takes 8). */
-template <int RT>
-__global__ void __launch_bounds__(256, min_blocks(true, 0, 1, 1))
+ * epilogue. Two mbarriers (one a window buffer): K 8 and 16 in the bias
+ * slot's unused tail (bias_floats: 32 floats, the bias takes 8 or 16),
+ * K 32 in 128 bytes past the windows (smem_of). */
+template <int NF, int RT>
+__global__ void __launch_bounds__(256, min_blocks(true, 0, NF, 1))
     direct_kernel_tma(direct_args a, const __grid_constant__ CUtensorMap tm) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     typedef fixed_window<8, false, RT> FW;
@@ -1014,12 +1017,15 @@ __global__ void __launch_bounds__(256, min_blocks(true, 0, 1, 1))
     extern __shared__ __align__(128) unsigned char smem[];
     const int rows = (blockDim.x >> 5) * 2; /* output rows a tile */
     __half *sw = reinterpret_cast<__half *>(smem);
-    float *sbias = reinterpret_cast<float *>(sw + (size_t)8 * a.r * a.kr);
-    __half *win0 = reinterpret_cast<__half *>(sbias + bias_floats(8)), *win1 = win0 + a.win_halves;
-    unsigned long long *bars = reinterpret_cast<unsigned long long *>(sbias + 16);
+    float *sbias = reinterpret_cast<float *>(sw + (size_t)NF * 8 * a.r * a.kr);
+    __half *win0 = reinterpret_cast<__half *>(sbias + bias_floats(NF * 8)),
+           *win1 = win0 + a.win_halves;
+    unsigned long long *bars = reinterpret_cast<unsigned long long *>(
+        NF <= 2 ? static_cast<void *>(sbias + 16) : static_cast<void *>(win1 + a.win_halves));
     const int tiles_x = (a.q + 31) / 32, tiles_y = (a.p + rows - 1) / rows;
     const int total = tiles_x * tiles_y * a.n;
-    const tile_split<true> split(tiles_x, tiles_y, rows);
+    /* the divisions as the cp.async kernels take them (tile_split) */
+    const tile_split<NF == 1> split(tiles_x, tiles_y, rows);
     const unsigned bytes = (unsigned)a.rows_in * FW::STRIDE * 2;
     int t = blockIdx.x;
     if (threadIdx.x == 0) {
@@ -1032,7 +1038,7 @@ __global__ void __launch_bounds__(256, min_blocks(true, 0, 1, 1))
             tma_window(win0, &tm, &bars[0], a, at.x, at.y, at.z);
         }
     }
-    load_weights<1>(a, sw, sbias);
+    load_weights<NF>(a, sw, sbias);
     copy_commit();
     fv_k::copy_wait<0>();
     __syncthreads(); /* weights, bias and the barriers' set-up seen by all */
@@ -1046,8 +1052,8 @@ __global__ void __launch_bounds__(256, min_blocks(true, 0, 1, 1))
         }
         bar_wait(&bars[b], (unsigned)(i >> 1) & 1u); /* this tile's window has landed */
         const int3 at = split.at(t);
-        tile_of<8, 1, false, RT, true>::run(a, b ? win1 : win0, nullptr, sw, nullptr, sbias, at.x,
-                                            at.y, at.z);
+        tile_of<8, NF, false, RT, true>::run(a, b ? win1 : win0, nullptr, sw, nullptr, sbias, at.x,
+                                             at.y, at.z);
         __syncthreads(); /* everyone is done with this buffer before it is refilled */
     }
 #endif
@@ -1057,10 +1063,14 @@ typedef void (*tma_kernel_fn)(direct_args, const CUtensorMap);
 
 /* The TMA kernel for g where one exists (the device aside), else NULL. */
 tma_kernel_fn pick_tma(const fv__conv_direct_geom *g) {
-    if (!g->two || !g->persistent || g->pair || g->pc || g->cm != 8 || g->cs != 8 || g->kp != 8 ||
-        g->sh != 1 || g->sw != 1 || g->r != g->s)
+    if (!g->two || !g->persistent || g->pair || g->pc || g->cm != 8 || g->cs != 8 ||
+        !(g->kp == 8 || g->kp == 16 || g->kp == 32) || g->sh != 1 || g->sw != 1 || g->r != g->s ||
+        (g->r != 3 && g->r != 5))
         return nullptr;
-    return g->r == 3 ? direct_kernel_tma<3> : g->r == 5 ? direct_kernel_tma<5> : nullptr;
+    const int nf = g->kp / 8, r5 = g->r == 5;
+    return nf == 1   ? (r5 ? direct_kernel_tma<1, 5> : direct_kernel_tma<1, 3>)
+           : nf == 2 ? (r5 ? direct_kernel_tma<2, 5> : direct_kernel_tma<2, 3>)
+                     : (r5 ? direct_kernel_tma<4, 5> : direct_kernel_tma<4, 3>);
 }
 
 /* cuTensorMapEncodeTiled from the driver, through the runtime (no link

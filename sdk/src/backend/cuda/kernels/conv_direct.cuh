@@ -90,7 +90,7 @@ typedef struct fv__conv_direct_geom {
     int grid;       /* blocks (set by fv__conv_direct_prepare) */
     int tma;        /* set by fv__conv_direct_prepare: 1 where the window goes by
                        Hopper's tensor memory accelerator (SM 9.0+; persistent two
-                       rows a warp, 8 channels stored and read, K 8, stride 1,
+                       rows a warp, 8 channels stored and read, K 8, 16 or 32, stride 1,
                        3x3 or 5x5),
                        unless FV_CONV_NO_TMA=1 in the environment */
 } fv__conv_direct_geom;
