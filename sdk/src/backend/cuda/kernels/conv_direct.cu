@@ -972,6 +972,7 @@ typedef void (*kernel_fn)(direct_args);
  * the MMAs read: the window's rows stay STRIDE halves apart, as
  * load_window lays them); the same MMAs in the same order: the same
  * results. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 /* the only architectures that use them */
 __device__ __forceinline__ void bar_init(unsigned long long *bar) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
 }
@@ -1002,6 +1003,8 @@ __device__ __forceinline__ void tma_window(__half *win, const CUtensorMap *tm,
                  "r"(oy0 - a.ph), "r"(n), "r"(smem_addr(bar))
                  : "memory");
 }
+
+#endif
 
 /* direct_kernel_persistent<8, NF, false, RT, true> with the window by the
  * tensor memory accelerator (above): the same tiles, walk, MMAs and
