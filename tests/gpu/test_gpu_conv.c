@@ -605,6 +605,75 @@ static void direct_tma_window_gives_the_same_bytes(void **state) {
     remove(path);
 }
 
+/* Hopper's warpgroup-MMA kernel (engines 804, 808, 816: 4, 8 or 16 rows of
+ * 64 columns, through profile entries) matches the CPU reference: K 8, 16
+ * and 32 (6 as 8, 28 as 32), C of 8 and fewer (stored as 8), 3x3 and 5x5
+ * with their paddings and none, every activation, partial tiles at the
+ * right and bottom edges, frames narrower than a tile and shorter than its
+ * rows, a batch of 2, dense outputs and channel slices. On SM 9.0 every op
+ * takes it (engine "fovea-wgmma-..."); elsewhere the profile's entry is
+ * refused and the op takes another engine. */
+static void direct_wgmma_matches_cpu_reference(void **state) {
+    (void)state;
+    fv_context_info ci;
+    FV_ASSERT_OK(fv_context_info_get(gpu, &ci));
+    const int sm90 = ci.sm_major == 9 && ci.sm_minor == 0;
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    make_temp_file(path);
+    fv_test_seed(8080);
+    const uint32_t D = FV_CONV2D_DIRECT;
+    const conv_case cases[] = {
+        {2, 45, 70, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {1, 38, 129, 8, 8, 5, 5, 1, 2, 1, 1, FV_ACT_IDENTITY, 0, 1, D},
+        {2, 7, 20, 8, 6, 3, 3, 1, 1, 1, 1, FV_ACT_TANH, 0, 0, D},
+        {1, 67, 200, 5, 8, 5, 5, 1, 2, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, D},
+        {1, 45, 70, 8, 16, 3, 3, 1, 1, 1, 1, FV_ACT_SIGMOID, 0, 1, D},
+        {2, 29, 47, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {1, 21, 140, 6, 28, 3, 3, 1, 1, 1, 1, FV_ACT_CLIPPED_RELU, 6.0f, 1, D},
+        {1, 33, 64, 8, 16, 5, 5, 1, 0, 1, 1, FV_ACT_IDENTITY, 0, 1, D},
+        {1, 16, 96, 8, 32, 3, 3, 1, 0, 1, 1, FV_ACT_TANH, 0, 0, D},
+    };
+    const size_t nc = sizeof cases / sizeof cases[0];
+    for (int slice = 0; slice < 2; slice++) { /* the profile's entries */
+        g_slice = slice;
+        for (size_t i = 0; i < nc; i++)
+            if (!slice || cases[i].k % 8 == 0) /* a slice's K: a multiple of 8 */
+                assert_true(run_case(&cases[i], 0) <= 2e-3);
+    }
+    g_slice = 0;
+    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+    size_t len = 0;
+    char *text = read_text(path, &len);
+    char *edited = malloc(2 * len + 1);
+    assert_non_null(edited);
+    const char *variants[] = {"808", "816", "804"};
+    for (int v = 0; v < 3; v++) {
+        set_direct_engines(text, edited, variants[v]);
+        write_text(path, edited);
+        fv_context *saved = push_profile_context(path);
+        for (int slice = 0; slice < 2; slice++) {
+            g_slice = slice;
+            for (size_t i = 0; i < nc; i++) {
+                conv_case cc = cases[i];
+                if (slice && cc.k % 8) continue;
+                cc.flags = 0; /* the profile decides */
+                const double err = run_case(&cc, 0);
+                printf("  %dx%dx%dx%d k%d %dx%d pad %d, engine %s%s: %s, rel err %.2e\n", cc.n,
+                       cc.h, cc.w, cc.c, cc.k, cc.r, cc.s, cc.pad, variants[v],
+                       slice ? " (slice)" : "", last_info.engine, err);
+                assert_true(err <= 2e-3);
+                const int wg = strncmp(last_info.engine, "fovea-wgmma-", 12) == 0;
+                assert_int_equal(wg, sm90);
+            }
+        }
+        g_slice = 0;
+        pop_profile_context(saved);
+    }
+    free(text);
+    free(edited);
+    remove(path);
+}
+
 /* Packed taps in each of their block geometries through profile entries
  * naming them, into whole outputs and channel slices, partial tiles, a
  * batch of 2: two rows a warp (C of 1, 3 or 4; 3x3 and 5x5 at stride 1; K
@@ -1732,6 +1801,7 @@ int main(void) {
         cmocka_unit_test(direct_kernel_matches_cpu_reference),
         cmocka_unit_test(direct_kernel_variants_from_profile),
         cmocka_unit_test(direct_tma_window_gives_the_same_bytes),
+        cmocka_unit_test(direct_wgmma_matches_cpu_reference),
         cmocka_unit_test(direct_kernel_packed_taps_variants),
         cmocka_unit_test(legacy_fused_from_profile),
         cmocka_unit_test(residual_matches_cpu_reference),
@@ -1760,6 +1830,7 @@ int main(void) {
     const struct CMUnitTest quick[] = {
         cmocka_unit_test(matches_cpu_reference),
         cmocka_unit_test(direct_tma_window_gives_the_same_bytes),
+        cmocka_unit_test(direct_wgmma_matches_cpu_reference),
         cmocka_unit_test(direct_kernel_packed_taps_variants),
         cmocka_unit_test(residual_is_checked),
         cmocka_unit_test(output_slice_is_checked),

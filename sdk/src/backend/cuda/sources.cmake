@@ -35,3 +35,18 @@ set_source_files_properties(${_fv_cuda_dir}/kernels/pack.cu
   ${_fv_cuda_dir}/kernels/filter_fused.cu ${_fv_cuda_dir}/kernels/filter_direct.cu
   ${_fv_cuda_dir}/kernels/filter_direct_strip.cu ${_fv_cuda_dir}/kernels/vision.cu
   PROPERTIES COMPILE_OPTIONS "--fmad=false")
+# Hopper's warpgroup-MMA conv kernel (kernels/conv_wgmma.cu): wgmma is an
+# arch-specific instruction, so that file is compiled for sm_90a alone (its
+# own object library: one image, no choice left to the loader between it and
+# plain sm_90 code), where the build targets SM 9.0 with CUDA 12 or later.
+# FV_HAVE_WGMMA tells conv_direct.cu the kernel is there.
+set(FV_WGMMA OFF)
+foreach(_fv_arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
+  if(_fv_arch MATCHES "^90" AND CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.0)
+    set(FV_WGMMA ON)
+  endif()
+endforeach()
+if(FV_WGMMA)
+  set_source_files_properties(${_fv_cuda_dir}/kernels/conv_direct.cu PROPERTIES
+    COMPILE_DEFINITIONS "FV_HAVE_WGMMA=1")
+endif()

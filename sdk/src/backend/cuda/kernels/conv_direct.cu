@@ -11,14 +11,12 @@
 #include "../../activation.h"
 
 /* The window of the 8-channel two-rows kernels by the tensor memory accelerator
- * (direct_kernel_tma); -DFV_CONV_DIRECT_NO_TMA builds without it (A/B
- * timing), and CUDA before 12.0 has no tensor maps. */
-#if !defined(FV_CONV_DIRECT_NO_TMA) && CUDART_VERSION >= 12000
-#define FV_CONV_TMA 1
-#include <cuda.h> /* CUtensorMap (types only: the encoder comes from the runtime) */
-#include <cudaTypedefs.h>
-#else
-#define FV_CONV_TMA 0
+ * (direct_kernel_tma; tma.cuh: -DFV_CONV_DIRECT_NO_TMA builds without it,
+ * for A/B timing, and CUDA before 12.0 has no tensor maps). */
+#include "tma.cuh"
+#define FV_CONV_TMA FV_TMA
+#if FV_HAVE_WGMMA
+#include "conv_wgmma.cuh"
 #endif
 
 using namespace nvcuda;
@@ -972,36 +970,16 @@ typedef void (*kernel_fn)(direct_args);
  * the MMAs read: the window's rows stay STRIDE halves apart, as
  * load_window lays them); the same MMAs in the same order: the same
  * results. */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 /* the only architectures that use them */
-__device__ __forceinline__ void bar_init(unsigned long long *bar) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(bar)) : "memory");
-}
-/* The arrival of this phase's one thread, with the bytes its copy brings. */
-__device__ __forceinline__ void bar_expect(unsigned long long *bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
-                 "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void bar_wait(unsigned long long *bar, unsigned parity) {
-    unsigned done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(smem_addr(bar)), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 /* the only architectures that use it */
+using fv_k::bar_expect;
+using fv_k::bar_init;
+using fv_k::bar_wait;
 /* The window of the tile at (image n, first output row oy0, column ox0)
  * into win, completing on bar. */
 __device__ __forceinline__ void tma_window(__half *win, const CUtensorMap *tm,
                                            unsigned long long *bar, const direct_args &a, int n,
                                            int oy0, int ox0) {
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                 "[%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_addr(win)),
-                 "l"(reinterpret_cast<unsigned long long>(tm)), "r"((ox0 - a.pw) * (a.cs / 2)),
-                 "r"(oy0 - a.ph), "r"(n), "r"(smem_addr(bar))
-                 : "memory");
+    fv_k::tma_load_3d(win, tm, bar, (ox0 - a.pw) * (a.cs / 2), oy0 - a.ph, n);
 }
 
 #endif
@@ -1076,27 +1054,7 @@ tma_kernel_fn pick_tma(const fv__conv_direct_geom *g) {
                      : (r5 ? direct_kernel_tma<4, 5> : direct_kernel_tma<4, 3>);
 }
 
-/* cuTensorMapEncodeTiled from the driver, through the runtime (no link
- * against libcuda); NULL where the driver has none. */
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-    static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-        void *f = nullptr;
-        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
-                                                         cudaEnableDefault, &q);
-#else
-        cudaError_t e =
-            cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q);
-#endif
-        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
-            cudaGetLastError();
-            f = nullptr;
-        }
-        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-    }();
-    return fn;
-}
+using fv_k::tensor_map_encoder;
 
 /* The tensor map of x for g's windows (see direct_kernel_tma). */
 fv_status encode_window_map(const fv__conv_direct_geom *g, const void *x, int rows_in,
@@ -1315,6 +1273,15 @@ bool fixed_matches(const fv__conv_direct_geom *g, int cols, int row_stride) {
 extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t *smem, char *why,
                                      size_t why_n) {
     *smem = 0;
+    if (g->wg) {
+#if FV_HAVE_WGMMA
+        return fv__conv_wgmma_check(g, device, smem, why, why_n);
+#else
+        (void)device;
+        snprintf(why, why_n, "wgmma: this build has no SM 9.0 code");
+        return 0;
+#endif
+    }
     if (g->pc && g->two &&
         (!(g->pc == 1 || g->pc == 3 || g->pc == 4) || g->cm != 4 || g->pair || !g->persistent ||
          g->sh != 1 || g->sw != 1 || g->r != g->s || (g->r != 3 && g->r != 5) ||
@@ -1391,6 +1358,10 @@ extern "C" int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t
 }
 
 extern "C" fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g) {
+#if FV_HAVE_WGMMA
+    if (g->wg) return fv__conv_wgmma_prepare(g);
+#endif
+    FV_REQUIRE(!g->wg, FV_ERR_NOT_SUPPORTED, "direct conv: this build has no wgmma kernel");
     kernel_fn f = pick(g);
     FV_REQUIRE(f, FV_ERR_INTERNAL, "direct conv: no kernel for cm=%d kp=%d", g->cm, g->kp);
     /* the device's limit, not this op's need: ops share the kernel, and a
@@ -1435,6 +1406,10 @@ extern "C" fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g) {
 extern "C" fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_direct_geom *g,
                                          const void *x, void *y, const void *w, const void *bias,
                                          fv_activation act, float alpha) {
+#if FV_HAVE_WGMMA
+    if (g->wg) return fv__conv_wgmma_run(stream, g, x, y, w, bias, act, alpha);
+#endif
+    FV_REQUIRE(!g->wg, FV_ERR_INTERNAL, "direct conv: this build has no wgmma kernel");
     kernel_fn f = pick(g);
     FV_REQUIRE(f && x && y && w && ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 16) == 0 &&
                    ((uintptr_t)w % 16) == 0 && g->kr % 16 == 0 &&
