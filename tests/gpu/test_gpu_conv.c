@@ -605,12 +605,14 @@ static void direct_tma_window_gives_the_same_bytes(void **state) {
     remove(path);
 }
 
-/* Hopper's warpgroup-MMA kernel (engines 804, 808, 816: 4, 8 or 16 rows of
- * 64 columns, through profile entries) matches the CPU reference: K 8, 16
- * and 32 (6 as 8, 28 as 32), C of 8 and fewer (stored as 8), 3x3 and 5x5
- * with their paddings and none, every activation, partial tiles at the
- * right and bottom edges, frames narrower than a tile and shorter than its
- * rows, a batch of 2, dense outputs and channel slices. On SM 9.0 every op
+/* Hopper's warpgroup-MMA kernel (engines 804, 808, 816: rings of 4, 8 or
+ * 16 input rows, through profile entries) matches the CPU reference: K 8,
+ * 16 and 32 (6 as 8, 28 as 32), C of 8 and fewer (stored as 8), 3x3 and
+ * 5x5 with their paddings and none, every activation, partial strips at
+ * the right and bottom edges, frames narrower than a strip, batches of 2,
+ * and of 200 and 500 small frames (more strips than blocks: each block
+ * walks several, its ring running on from one to the next), dense outputs
+ * and channel slices. On SM 9.0 every op
  * takes it (engine "fovea-wgmma-..."); elsewhere the profile's entry is
  * refused and the op takes another engine. */
 static void direct_wgmma_matches_cpu_reference(void **state) {
@@ -632,6 +634,8 @@ static void direct_wgmma_matches_cpu_reference(void **state) {
         {1, 21, 140, 6, 28, 3, 3, 1, 1, 1, 1, FV_ACT_CLIPPED_RELU, 6.0f, 1, D},
         {1, 33, 64, 8, 16, 5, 5, 1, 0, 1, 1, FV_ACT_IDENTITY, 0, 1, D},
         {1, 16, 96, 8, 32, 3, 3, 1, 0, 1, 1, FV_ACT_TANH, 0, 0, D},
+        {200, 6, 320, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {500, 4, 64, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_IDENTITY, 0, 1, D},
     };
     const size_t nc = sizeof cases / sizeof cases[0];
     for (int slice = 0; slice < 2; slice++) { /* the profile's entries */
