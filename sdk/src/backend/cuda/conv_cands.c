@@ -131,7 +131,7 @@ static void legacy_fused_candidates(fv_conv2d *op, const fv__conv_legacy *l, int
 /* The direct kernel's geometry for form f: variant = th rows per block, + 100
  * when persistent, + 200 with two rows a warp (both: + 300), + 400 with
  * packed taps; 800 + th: the warpgroup-MMA kernel (conv_wgmma.cuh:
- * persistent, a ring of th input rows) (the engine number profiles store). */
+ * persistent, th rows of 64 columns) (the engine number profiles store). */
 static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form *f, int variant) {
     const fv_conv2d_desc *d = &op->desc;
     const int wg = variant >= 800;
@@ -189,11 +189,11 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, 
     c->choice.cdecl_ = f->cd;
     c->choice.engine = variant;
     if (c->dg.wg) {
-        snprintf(c->engine, sizeof c->engine, "fovea-wgmma-ring%d", th);
+        snprintf(c->engine, sizeof c->engine, "fovea-wgmma-%drows", th);
         snprintf(c->how, sizeof c->how,
-                 "fovea direct kernel on warpgroup MMA, strips of %d x 64, rows by TMA into a "
-                 "ring of %d, %zu B shared",
-                 c->dg.strip, th, smem);
+                 "fovea direct kernel on warpgroup MMA, %d x 64 tiles, persistent, window by "
+                 "TMA, %zu B shared",
+                 th, smem);
         return 1;
     }
     snprintf(c->engine, sizeof c->engine, "fovea-direct-%drows%s%s%s%s", th,
@@ -263,7 +263,7 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
         if (first_only) break;
     }
     /* the warpgroup-MMA kernel (SM 9.0 builds and devices; 8 channels,
-     * stride 1, 3x3 or 5x5, K <= 32): rings of 8 rows, 16, 4 */
+     * stride 1, 3x3 or 5x5, K <= 32): 8 rows, 16, 4 */
     static const int wgv[] = {808, 816, 804};
     for (int i = 0; i < 3 && *n < max && !(first_only && offered); i++) {
         char why2[160];

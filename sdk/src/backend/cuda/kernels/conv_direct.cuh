@@ -94,9 +94,8 @@ typedef struct fv__conv_direct_geom {
                        3x3 or 5x5),
                        unless FV_CONV_NO_TMA=1 in the environment */
     int wg;         /* 1: Hopper's warpgroup-MMA kernel (conv_wgmma.cuh: 8 channels,
-                       stride 1, 3x3 or 5x5, K 8, 16 or 32; th: its ring of 4, 8 or 16
-                       input rows; persistent; SM 9.0, builds for SM 9.0 only) */
-    int strip;      /* wg: output rows a strip of 64 columns (set by prepare) */
+                       stride 1, 3x3 or 5x5, K 8, 16 or 32, th 4, 8 or 16 rows of 64
+                       columns, persistent; SM 9.0, builds for SM 9.0 only) */
 } fv__conv_direct_geom;
 
 /* Fills kr and checks that the kernel runs g on device `device`; smem gets

@@ -1,14 +1,34 @@
-/* The direct convolution on Hopper's warpgroup MMA (see conv_wgmma.cuh and
- * conv_wgmma_kernel below).
+/* The direct convolution on Hopper's warpgroup MMA (see conv_wgmma.cuh).
  *
- * A block is one warpgroup (128 threads) walking strips of 64 output
- * columns, input row by input row: rows of 72 pixels of 16 bytes come by
- * the tensor memory accelerator (three 384-byte boxes a row: destinations
- * 128-byte aligned, boxes of at most 256 words) into a ring of NS slots,
- * each with its mbarrier. The weights are restaged once a block into
- * K-major core matrices. Results: FP32 sums of the same products as the
- * other direct kernels in the tensor cores' order (not bit-identical to
- * them; checked against the CPU reference). */
+ * A block is one warpgroup (128 threads). Per tile: warp 0 asks the tensor
+ * memory accelerator for the next tile's window (rows of 72 pixels of 16
+ * bytes, three 384-byte boxes a row: destinations 128-byte aligned, boxes
+ * of at most 256 words) on the other buffer's mbarrier, then the warpgroup
+ * runs each output row's R * kr / 16 MMAs (m64nNk16, N = K stored) into one
+ * of two accumulator sets, and while one row's MMAs run it writes the row
+ * before (bias, activation, FP16). The weights are restaged once a block
+ * into K-major core matrices. Results: FP32 sums of the same products as
+ * the other direct kernels in the tensor cores' order (not bit-identical to
+ * them; checked against the CPU reference).
+ *
+ * Three forms measured (H200, session 50, autotune's medians, same runs as
+ * the mma.sync kernel's 0.079-0.080 ms on 1920x1080x8->32 5x5 and 0.046 on
+ * 2048x2048x8->8 3x3):
+ *   - A by descriptor too (each output row's MMAs read the window rows from
+ *     shared memory: R times a row): 0.088 and 0.053 ms;
+ *   - A in registers, an input row's fragments loaded once for the R output
+ *     rows it serves, R + 1 accumulator sets (this file): 0.0752 (16 rows)
+ *     and 0.053 ms: 0.95x the mma.sync kernel's time at K 32, and taken
+ *     there by autotune; at K 8 the MMAs of N = 8 cost ~35 cycles each
+ *     whatever feeds them;
+ *   - one MMA of N = R x K an input row (the R output rows it serves as
+ *     column blocks of one accumulator, the weights phased by input row),
+ *     rows by TMA into a ring down strips of 64 columns: 0.106 and 0.071
+ *     ms: each row's MMAs, then a wait, then the finished row's stores, one
+ *     after the other (the next row's MMA zeroes and adds to the block just
+ *     written), with 3 blocks an SM at K 32 (149 registers).
+ * What is left: stores by TMA from a staged row, and a second warpgroup a
+ * block (one loads and stores, one multiplies). */
 #include <cuda_fp16.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,7 +43,6 @@ namespace {
 
 constexpr int WC = 72;       /* window pixels a row: 64 outputs + up to 8 taps right */
 constexpr int PIECE = 24;    /* pixels a TMA box: 384 bytes */
-constexpr int ROW = WC * 16; /* bytes a ring slot */
 constexpr int THREADS = 128; /* one warpgroup */
 
 struct wg_args {
@@ -31,7 +50,7 @@ struct wg_args {
     const __half *w;
     const float *bias; /* kp FP32 values, or NULL */
     int p, q, kp, k, ys, kr, ph, pw;
-    int tiles_x, strips_y, strip, total; /* strips of `strip` output rows x 64 columns */
+    int tiles_x, tiles_y, total;
     int act;
     float alpha;
 };
@@ -39,13 +58,15 @@ struct wg_args {
 __host__ __device__ constexpr int ksteps(int r) {
     return (r * 8 + 15) / 16;
 }
-/* B' (see restage): per 16-wide step, 2R filter-row blocks of K columns */
-__host__ __device__ constexpr unsigned w_bytes(int nf, int r) {
-    return (unsigned)ksteps(r) * 2 * r * nf * 256;
+__host__ __device__ constexpr unsigned win_bytes(int th, int r) {
+    return (unsigned)(th + r - 1) * WC * 16;
 }
-/* the ring of NS input rows, B', the bias (128 bytes), NS mbarriers (128) */
-__host__ __device__ constexpr size_t smem_bytes(int nf, int r, int ns) {
-    return (size_t)ns * ROW + w_bytes(nf, r) + 256;
+__host__ __device__ constexpr unsigned w_bytes(int nf, int r) {
+    return (unsigned)r * ksteps(r) * nf * 256;
+}
+/* two windows, the weights, the bias (128 bytes), two mbarriers (128) */
+__host__ __device__ constexpr size_t smem_bytes(int nf, int r, int th) {
+    return 2 * (size_t)win_bytes(th, r) + w_bytes(nf, r) + 256;
 }
 
 #if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -55,7 +76,7 @@ using fv_k::bar_wait;
 using fv_k::smem_u32;
 
 /* A shared-memory matrix descriptor without swizzling: start address,
- * leading (K) and stride (N) byte offsets between core matrices. */
+ * leading (K) and stride (M or N) byte offsets between core matrices. */
 __device__ __forceinline__ uint64_t desc(const void *p, unsigned lbo, unsigned sbo) {
     return (uint64_t)((smem_u32(p) & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) |
            ((uint64_t)(sbo >> 4) << 32);
@@ -66,124 +87,50 @@ __device__ __forceinline__ void wg_fence() {
 __device__ __forceinline__ void wg_commit() {
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ void wg_wait0() {
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+template <int N> __device__ __forceinline__ void wg_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 /* Keeps the compiler from moving accumulator accesses across the
  * asynchronous MMAs. */
-template <int M> __device__ __forceinline__ void pin(float *d) {
+template <int M> __device__ __forceinline__ void pin(float (&d)[M]) {
 #pragma unroll
     for (int i = 0; i < M; i++)
         asm volatile("" : "+f"(d[i])::"memory");
 }
 
-/* d += A * B, m64nNk16 with N / 2 = NREG accumulators a thread: A from
- * registers (each warp's 16 rows as mma.sync's m16n8k16 A fragment), B
- * from shared memory. */
-template <int NREG> struct mma;
-template <> struct mma<12> {
-    static __device__ __forceinline__ void run(float *d, const unsigned (&x)[4], uint64_t b) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %17, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n24k16.f32.f16.f16 "
-                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, "
-                     "{%12, %13, %14, %15}, %16, p, 1, 1, 0;\n}\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-                       "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
-                     : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "l"(b), "r"(1));
+/* d (+)= A * B, m64nNk16, N = 8 * NF, A from registers (each warp's 16
+ * rows as mma.sync's m16n8k16 A fragment), B from shared memory; ACC 0:
+ * d = A * B. */
+template <int NF, int ACC> struct mma;
+template <int ACC> struct mma<1, ACC> {
+    static __device__ __forceinline__ void run(float (&d)[4], const unsigned (&x)[4], uint64_t b) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
+                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "l"(b), "n"(ACC));
     }
 };
-template <> struct mma<20> {
-    static __device__ __forceinline__ void run(float *d, const unsigned (&x)[4], uint64_t b) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %25, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n40k16.f32.f16.f16 "
-                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, "
-                     "%17, %18, %19}, "
-                     "{%20, %21, %22, %23}, %24, p, 1, 1, 0;\n}\n"
+template <int ACC> struct mma<2, ACC> {
+    static __device__ __forceinline__ void run(float (&d)[8], const unsigned (&x)[4], uint64_t b) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
+                     "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-                       "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-                       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-                       "+f"(d[18]), "+f"(d[19])
-                     : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "l"(b), "r"(1));
+                       "+f"(d[6]), "+f"(d[7])
+                     : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "l"(b), "n"(ACC));
     }
 };
-template <> struct mma<24> {
-    static __device__ __forceinline__ void run(float *d, const unsigned (&x)[4], uint64_t b) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %29, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n48k16.f32.f16.f16 "
-                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, "
-                     "%17, %18, %19, %20, %21, %22, %23}, "
-                     "{%24, %25, %26, %27}, %28, p, 1, 1, 0;\n}\n"
+template <int ACC> struct mma<4, ACC> {
+    static __device__ __forceinline__ void run(float (&d)[16], const unsigned (&x)[4], uint64_t b) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+                     "{%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
                        "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-                       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-                       "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
-                     : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "l"(b), "r"(1));
-    }
-};
-template <> struct mma<40> {
-    static __device__ __forceinline__ void run(float *d, const unsigned (&x)[4], uint64_t b) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %45, 0;\n"
-                     "wgmma.mma_async.sync.aligned.m64n80k16.f32.f16.f16 "
-                     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, "
-                     "%17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                     "%32, %33, %34, %35, %36, %37, %38, %39}, "
-                     "{%40, %41, %42, %43}, %44, p, 1, 1, 0;\n}\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
-                       "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
-                       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
-                       "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
-                       "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
-                       "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])
-                     : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "l"(b), "r"(1));
-    }
-};
-template <> struct mma<48> {
-    static __device__ __forceinline__ void run(float *d, const unsigned (&x)[4], uint64_t b) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
-            "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
-            "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
-            "{%48, %49, %50, %51}, %52, p, 1, 1, 0;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-              "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-              "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-            : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "l"(b), "r"(1));
-    }
-};
-template <> struct mma<80> {
-    static __device__ __forceinline__ void run(float *d, const unsigned (&x)[4], uint64_t b) {
-        asm volatile(
-            "{\n.reg .pred p;\nsetp.ne.b32 p, %85, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 "
-            "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, "
-            "%19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, "
-            "%36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, "
-            "%53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, "
-            "%70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, "
-            "{%80, %81, %82, %83}, %84, p, 1, 1, 0;\n}\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
-              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
-              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
-              "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
-              "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
-              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-              "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
-              "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
-              "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),
-              "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),
-              "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),
-              "+f"(d[79])
-            : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "l"(b), "r"(1));
+                       "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                     : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "l"(b), "n"(ACC));
     }
 };
 
@@ -194,35 +141,34 @@ __device__ __forceinline__ void ldsm_x4(unsigned (&x)[4], unsigned addr) {
                  : "r"(addr));
 }
 
-/* Strip t as (image, first output row, first column). */
-__device__ __forceinline__ int3 strip_at(const wg_args &a, int t) {
-    const int tx = t % a.tiles_x, rest = t / a.tiles_x, sy = rest % a.strips_y;
-    return make_int3(rest / a.strips_y, sy * a.strip, tx * 64);
+/* Tile t as (image, first output row, first column). */
+template <int TH> __device__ __forceinline__ int3 tile_at(const wg_args &a, int t) {
+    const int tx = t % a.tiles_x, rest = t / a.tiles_x, ty = rest % a.tiles_y;
+    return make_int3(rest / a.tiles_y, ty * TH, tx * 64);
 }
 
-/* Warp 0: input row number q of this block's walk (row q % rin of its
- * strip q / rin) into ring slot q % NS, completing on that slot's mbarrier;
- * nothing past the block's last strip. */
-template <int NS, int R>
-__device__ __forceinline__ void produce(unsigned char *ring, unsigned long long *bars,
-                                        const CUtensorMap *tm, const wg_args &a, int q) {
-    const int rin = a.strip + R - 1, k = q / rin, j = q - k * rin;
-    const int t = blockIdx.x + k * gridDim.x;
-    if (t >= a.total) return;
-    const int3 at = strip_at(a, t);
-    const int lane = threadIdx.x & 31, slot = q % NS;
-    if (lane == 0) bar_expect(&bars[slot], ROW);
+/* Warp 0: tile t's window into win, completing on bar. */
+template <int TH, int R>
+__device__ __forceinline__ void fetch(unsigned char *win, unsigned long long *bar,
+                                      const CUtensorMap *tm, const wg_args &a, int t) {
+    constexpr int RIN = TH + R - 1;
+    const int lane = threadIdx.x & 31;
+    const int3 at = tile_at<TH>(a, t);
+    if (lane == 0) bar_expect(bar, win_bytes(TH, R));
     __syncwarp();
-    if (lane < 3)
-        fv_k::tma_load_3d(ring + slot * ROW + lane * PIECE * 16, tm, &bars[slot],
-                          (at.z - a.pw + lane * PIECE) * 4, at.y - a.ph + j, at.x);
+    const int x0 = (at.z - a.pw) * 4, y0 = at.y - a.ph;
+    for (int c = lane; c < RIN * 3; c += 32) {
+        const int row = c / 3, piece = c - row * 3;
+        fv_k::tma_load_3d(win + (row * WC + piece * PIECE) * 16, tm, bar, x0 + piece * PIECE * 4,
+                          y0 + row, at.x);
+    }
 }
 
-/* Output row oy from its K accumulators d: bias, activation, FP16, a
- * 4-byte store per pixel and 8 channels. */
+/* Output row oy of the tile from its accumulators d: bias, activation,
+ * FP16, a 4-byte store per pixel and 8 channels. */
 template <int NF, int ACT>
-__device__ __forceinline__ void put_row(const wg_args &a, const float *d, const float (&b)[NF * 2],
-                                        int n, int oy, int ox0) {
+__device__ __forceinline__ void put_row(const wg_args &a, const float (&d)[NF * 4],
+                                        const float (&b)[NF * 2], int n, int oy, int ox0) {
     if (oy >= a.p) return;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     __half *yrow = a.y + ((size_t)n * a.p + oy) * a.q * a.ys + 2 * (lane & 3);
@@ -238,48 +184,96 @@ __device__ __forceinline__ void put_row(const wg_args &a, const float *d, const 
                                 8 * j + 2 * (lane & 3), a.k, a.alpha);
     }
 }
+
+/* One tile from its window, input row by input row: the warps load the
+ * row's A fragments (ldmatrix: pixels m.. of this warp's 16, taps s and
+ * s + 1 a 16-wide step) once, and they feed the MMAs of every output row
+ * the input row serves (o = iy - r for filter row r), each output row in
+ * its own accumulators (R + 1 sets: the row finished last is written while
+ * the next input row's MMAs run). Every A byte is read from shared memory
+ * once a tile row, not R times as with descriptors for A (which measured
+ * 1.12-1.15x the mma.sync kernel's time, H200). */
+template <int NF, int R, int TH, int ACT>
+__device__ __forceinline__ void tile(const wg_args &a, const unsigned char *win,
+                                     const unsigned char *sw, const float (&b)[NF * 2], int3 at) {
+    constexpr int KS = ksteps(R), RIN = TH + R - 1, NA = R + 1;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    /* lane L: row (L >> 3 & 1) * 8 + L % 8 of the warp's 16, the tap L >> 4 */
+    const unsigned arow =
+        smem_u32(win) + (unsigned)((16 * warp + (lane & 7) + (lane & 8) + (lane >> 4)) * 16);
+    const uint64_t db = desc(sw, 128, 256);
+    float acc[NA][NF * 4];
+    unsigned x[2][KS][4];
+#pragma unroll
+    for (int iy = 0; iy < RIN; iy++) {
+        unsigned(&xi)[KS][4] = x[iy & 1];
+#pragma unroll
+        for (int s = 0; s < KS; s++)
+            ldsm_x4(xi[s], arow + (unsigned)(iy * WC * 16 + s * 32));
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (iy - r >= 0 && iy - r < TH) pin(acc[(iy - r) % NA]);
+        wg_fence();
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const int o = iy - r;
+            if (o < 0 || o >= TH) continue;
+#pragma unroll
+            for (int s = 0; s < KS; s++) {
+                /* descriptors count 16-byte units: offsets add to the address field */
+                const uint64_t eb = db + (uint64_t)(((r * KS + s) * NF * 256) >> 4);
+                if (r == 0 && s == 0)
+                    mma<NF, 0>::run(acc[o % NA], xi[s], eb);
+                else
+                    mma<NF, 1>::run(acc[o % NA], xi[s], eb);
+            }
+        }
+        wg_commit();
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (iy - r >= 0 && iy - r < TH) pin(acc[(iy - r) % NA]);
+        /* all but this row's MMAs done: output row iy - R is complete, and
+         * the fragments the next row overwrites are free */
+        wg_wait<1>();
+        const int done = iy - R;
+        if (done >= 0 && done < TH) {
+            pin(acc[done % NA]);
+            put_row<NF, ACT>(a, acc[done % NA], b, at.x, at.y + done, at.z);
+        }
+    }
+    wg_wait<0>();
+    pin(acc[(TH - 1) % NA]);
+    put_row<NF, ACT>(a, acc[(TH - 1) % NA], b, at.x, at.y + TH - 1, at.z);
+}
 #endif
 
 #if FV_TMA
-/* A block (one warpgroup) walks strips of `strip` output rows x 64 columns
- * (gridDim.x apart), input row by input row: warp 0 keeps NS - 1 rows in
- * flight ahead (TMA into a ring), and for each input row the warps load its
- * A fragments once (ldmatrix: this warp's 16 pixels, taps s and s + 1 a
- * 16-wide step) and run kr / 16 MMAs of N = R x K: the R blocks of K
- * columns are the R output rows the input row serves (o = j - r for filter
- * row r), block o % R holding output row o. So B' for input row j (phase
- * j % R) has filter row (j - c) mod R in block c: one window of R blocks
- * in a sequence of 2R stored once (restage). A block is zeroed as its
- * output row starts (r = 0) and written once its last filter row is in
- * (r = R - 1). An input row takes kr / 16 MMAs, not R x kr / 16 of N = K:
- * the tensor cores' cost a small-N MMA (measured: m64n8k16 MMAs ran
- * 1920x1080x8->8 at 0.054 ms against 0.046 for mma.sync, H200). */
-template <int NF, int R, int NS>
+template <int NF, int R, int TH>
 __global__ void __launch_bounds__(THREADS)
     conv_wgmma_kernel(const wg_args a, const __grid_constant__ CUtensorMap tm) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    constexpr int KS = ksteps(R), KREG = NF * 4, NREG = R * KREG;
+#if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int KS = ksteps(R);
     extern __shared__ __align__(128) unsigned char smem[];
-    unsigned char *ring = smem, *sw = smem + NS * ROW;
+    unsigned char *win0 = smem, *win1 = smem + win_bytes(TH, R), *sw = win1 + win_bytes(TH, R);
     float *sbias = reinterpret_cast<float *>(sw + w_bytes(NF, R));
     unsigned long long *bars = reinterpret_cast<unsigned long long *>(sbias + 32);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (threadIdx.x < NS) bar_init(&bars[threadIdx.x]);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    int t = blockIdx.x;
+    if (threadIdx.x == 0) {
+        bar_init(&bars[0]);
+        bar_init(&bars[1]);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
     __syncthreads();
-    if (warp == 0)
-        for (int q = 0; q < NS - 1; q++)
-            produce<NS, R>(ring, bars, &tm, a, q);
-    /* restage: weights [r][k / 8][kr][8] -> B': per 16-wide step s, blocks
-     * beta = 0..2R-1 of filter row R - 1 - beta % R, each K / 8 core
-     * matrices (8 channels x 8 positions) by two (positions 0-7, 8-15) */
+    if (warp == 0 && t < a.total) fetch<TH, R>(win0, &bars[0], &tm, a, t);
+    /* weights [r][k / 8][kr][8] -> per (r, 16-wide step s): core matrices
+     * (k / 8, position / 8 within the step) of 8 channels x 8 positions */
     __half *swh = reinterpret_cast<__half *>(sw);
-    const int nw = (int)(w_bytes(NF, R) / 2);
+    const int nw = R * a.kr * NF * 8;
     for (int e = threadIdx.x; e < nw; e += THREADS) {
-        const int kc = e & 7, nn = (e >> 3) & 7, j = (e >> 6) & 1, g = (e >> 7) % NF;
-        const int rest = (e >> 7) / NF, beta = rest % (2 * R), s = rest / (2 * R);
-        const int r = R - 1 - beta % R, pos = 16 * s + 8 * j + kc;
-        swh[e] = a.w[((r * NF + g) * a.kr + pos) * 8 + nn];
+        const int nn = e & 7, pos = (e >> 3) % a.kr, rg = (e >> 3) / a.kr;
+        const int g = rg % NF, r = rg / NF, s = pos >> 4, j = (pos >> 3) & 1;
+        swh[((((r * KS + s) * NF + g) * 2 + j) * 8 + nn) * 8 + (pos & 7)] = a.w[e];
     }
     if (threadIdx.x < NF * 8) sbias[threadIdx.x] = a.bias ? a.bias[threadIdx.x] : 0.0f;
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* seen by the MMAs */
@@ -288,51 +282,14 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
     for (int j = 0; j < NF; j++)
         b[2 * j] = sbias[8 * j + 2 * (lane & 3)], b[2 * j + 1] = sbias[8 * j + 2 * (lane & 3) + 1];
-    /* lane L: row (L >> 3 & 1) * 8 + L % 8 of the warp's 16, the tap L >> 4 */
-    const unsigned arow =
-        smem_u32(ring) + (unsigned)((16 * warp + (lane & 7) + (lane & 8) + (lane >> 4)) * 16);
-    const uint64_t db = desc(sw, 128, 256);
-    float d[NREG];
-#pragma unroll
-    for (int i = 0; i < NREG; i++)
-        d[i] = 0.0f;
-    const int rin = a.strip + R - 1;
     fv_k::with_act(a.act, [&](auto act) {
-        constexpr int ACT = decltype(act)::value;
-        int q = 0;
-        for (int t = blockIdx.x; t < a.total; t += gridDim.x) {
-            const int3 at = strip_at(a, t);
-            for (int j0 = 0; j0 < rin; j0 += R) {
-#pragma unroll
-                for (int ph = 0; ph < R; ph++) { /* input row j = j0 + ph: phase ph */
-                    const int j = j0 + ph;
-                    if (j >= rin) break;
-                    const int slot = q % NS;
-                    bar_wait(&bars[slot], (unsigned)(q / NS) & 1u);
-                    unsigned x[KS][4];
-#pragma unroll
-                    for (int s = 0; s < KS; s++)
-                        ldsm_x4(x[s], arow + (unsigned)(slot * ROW + s * 32));
-                    __syncthreads(); /* every warp has read the slot before q - 1 */
-                    if (warp == 0) produce<NS, R>(ring, bars, &tm, a, q + NS - 1);
-#pragma unroll
-                    for (int i = 0; i < KREG; i++) /* output row j starts: its block */
-                        d[ph * KREG + i] = 0.0f;
-                    pin<NREG>(d);
-                    wg_fence();
-#pragma unroll
-                    for (int s = 0; s < KS; s++)
-                        mma<NREG>::run(d, x[s],
-                                       db + (uint64_t)((s * 2 * R + (R - 1 - ph)) * NF * 16));
-                    wg_commit();
-                    wg_wait0();
-                    pin<NREG>(d);
-                    const int o = j - (R - 1); /* its filter row R - 1 is in */
-                    if (o >= 0)
-                        put_row<NF, ACT>(a, d + ((ph + 1) % R) * KREG, b, at.x, at.y + o, at.z);
-                    q++;
-                }
-            }
+        for (int i = 0; t < a.total; t += gridDim.x, i++) {
+            const int cur = i & 1, tn = t + gridDim.x;
+            if (warp == 0 && tn < a.total) /* the buffer everyone left at the last barrier */
+                fetch<TH, R>(cur ? win0 : win1, &bars[cur ^ 1], &tm, a, tn);
+            bar_wait(&bars[cur], (unsigned)(i >> 1) & 1u);
+            tile<NF, R, TH, decltype(act)::value>(a, cur ? win1 : win0, sw, b, tile_at<TH>(a, t));
+            __syncthreads(); /* everyone is done with this buffer before it is refilled */
         }
     });
 #endif
@@ -340,13 +297,13 @@ __global__ void __launch_bounds__(THREADS)
 
 typedef void (*wg_kernel_fn)(const wg_args, const CUtensorMap);
 
-template <int NF, int R> wg_kernel_fn pick_ns(int ns) {
-    return ns == 4   ? conv_wgmma_kernel<NF, R, 4>
-           : ns == 8 ? conv_wgmma_kernel<NF, R, 8>
+template <int NF, int R> wg_kernel_fn pick_th(int th) {
+    return th == 4   ? conv_wgmma_kernel<NF, R, 4>
+           : th == 8 ? conv_wgmma_kernel<NF, R, 8>
                      : conv_wgmma_kernel<NF, R, 16>;
 }
-template <int NF> wg_kernel_fn pick_r(int r, int ns) {
-    return r == 3 ? pick_ns<NF, 3>(ns) : pick_ns<NF, 5>(ns);
+template <int NF> wg_kernel_fn pick_r(int r, int th) {
+    return r == 3 ? pick_th<NF, 3>(th) : pick_th<NF, 5>(th);
 }
 wg_kernel_fn pick(const fv__conv_direct_geom *g) {
     return g->kp == 8    ? pick_r<1>(g->r, g->th)
@@ -407,8 +364,8 @@ extern "C" int fv__conv_wgmma_check(fv__conv_direct_geom *g, int device, size_t 
     *smem = 0;
     if (!shape_ok(g)) {
         snprintf(why, why_n,
-                 "wgmma: 8 channels stored and read, stride 1, 3x3 or 5x5, K 8, 16 or 32, a ring "
-                 "of 4, 8 or 16 rows, persistent");
+                 "wgmma: 8 channels stored and read, stride 1, 3x3 or 5x5, K 8, 16 or 32, 4, 8 "
+                 "or 16 rows, persistent");
         return 0;
     }
     g->kr = ksteps(g->r) * 16;
@@ -447,20 +404,10 @@ extern "C" fv_status fv__conv_wgmma_prepare(fv__conv_direct_geom *g) {
                "direct conv (wgmma): no block of %d threads and %zu bytes of shared memory fits "
                "an SM",
                THREADS, smem_of(g));
-    /* the strip height: the fewest input rows a block reads, rounds of
-     * strips x (rows + R - 1) each (the halo rows are loaded and multiplied
-     * too) */
-    const long blocks = (long)per_sm * sms, tx = (g->q + 63) / 64;
-    long best = -1;
-    for (int sh = 1; sh <= g->p; sh++) {
-        const long strips = tx * ((g->p + sh - 1) / sh) * g->n;
-        const long grid = strips < blocks ? strips : blocks;
-        const long cost = (strips + grid - 1) / grid * (sh + g->r - 1);
-        if (strips > 0x7fffffffL) continue;
-        if (best < 0 || cost < best) best = cost, g->strip = sh, g->grid = (int)grid;
-    }
-    FV_REQUIRE(best > 0, FV_ERR_NOT_SUPPORTED, "direct conv (wgmma): %ld strips of 64 columns",
-               tx * g->p * g->n);
+    const long tiles = (long)((g->q + 63) / 64) * ((g->p + g->th - 1) / g->th) * g->n;
+    FV_REQUIRE(tiles <= 0x7fffffffL, FV_ERR_NOT_SUPPORTED, "direct conv (wgmma): %ld tiles", tiles);
+    const long grid = (long)per_sm * sms;
+    g->grid = (int)(tiles < grid ? tiles : grid);
     g->tma = 1;
     return FV_OK;
 }
@@ -468,8 +415,8 @@ extern "C" fv_status fv__conv_wgmma_prepare(fv__conv_direct_geom *g) {
 extern "C" fv_status fv__conv_wgmma_run(cudaStream_t stream, const fv__conv_direct_geom *g,
                                         const void *x, void *y, const void *w, const void *bias,
                                         fv_activation act, float alpha) {
-    FV_REQUIRE(shape_ok(g) && g->grid > 0 && g->strip > 0 && g->kr == ksteps(g->r) * 16 && x && y &&
-                   w && ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 4) == 0,
+    FV_REQUIRE(shape_ok(g) && g->grid > 0 && g->kr == ksteps(g->r) * 16 && x && y && w &&
+                   ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 4) == 0,
                FV_ERR_INTERNAL, "direct conv (wgmma): bad arguments or not prepared");
 #if FV_TMA
     PFN_cuTensorMapEncodeTiled_v12000 encode = fv_k::tensor_map_encoder();
@@ -493,9 +440,8 @@ extern "C" fv_status fv__conv_wgmma_run(cudaStream_t stream, const fv__conv_dire
     a.bias = static_cast<const float *>(bias);
     a.p = g->p, a.q = g->q, a.kp = g->kp, a.k = g->k, a.ys = g->ys ? g->ys : g->kp;
     a.kr = g->kr, a.ph = g->ph, a.pw = g->pw;
-    a.tiles_x = (g->q + 63) / 64, a.strip = g->strip;
-    a.strips_y = (g->p + g->strip - 1) / g->strip;
-    a.total = a.tiles_x * a.strips_y * g->n;
+    a.tiles_x = (g->q + 63) / 64, a.tiles_y = (g->p + g->th - 1) / g->th;
+    a.total = a.tiles_x * a.tiles_y * g->n;
     a.act = (int)act, a.alpha = alpha;
     pick(g)<<<g->grid, THREADS, smem_of(g), stream>>>(a, tm);
     FV_CUDA_TRY(cudaGetLastError());
