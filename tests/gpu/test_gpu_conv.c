@@ -378,6 +378,17 @@ static void set_direct_engines(const char *text, char *edited, const char *engin
     *o = 0;
 }
 
+/* Saves the tests' context's profile to path: *text gets its text, *edited
+ * room for set_direct_engines' edit of it (engine numbers grow by 2 bytes
+ * at most). The caller frees both. */
+static void save_profile_text(const char *path, char **text, char **edited) {
+    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
+    size_t len = 0;
+    *text = read_text(path, &len);
+    *edited = malloc(2 * len + 1);
+    assert_non_null(*edited);
+}
+
 /* Makes a new CUDA context on the profile at path the tests' `gpu`; returns
  * the one it replaced, for pop_profile_context. */
 static fv_context *push_profile_context(const char *path) {
@@ -442,11 +453,8 @@ static void direct_kernel_variants_from_profile(void **state) {
         assert_true(run_case(&cases[i], 1) <= 2e-3);
         g_slice = 0;
     }
-    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
-    size_t len = 0;
-    char *text = read_text(path, &len);
-    char *edited = malloc(2 * len + 1); /* engine numbers grow by 2 bytes at most */
-    assert_non_null(edited);
+    char *text = NULL, *edited = NULL;
+    save_profile_text(path, &text, &edited);
     /* engine numbers: rows a block, + 100 when persistent, + 200 with two
      * rows a warp (3x3 and 5x5: 8 channels and K <= 32; wide pixels with K
      * 16 or 32 persistent; at stride 2, 3x3, 5x5 and 9x9 on 4 or 8 channels
@@ -558,11 +566,8 @@ static void direct_tma_window_gives_the_same_bytes(void **state) {
     const size_t nc = sizeof cases / sizeof cases[0];
     for (size_t i = 0; i < nc; i++) /* against the CPU; the profile's entries */
         assert_true(run_case(&cases[i], 1) <= 2e-3);
-    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
-    size_t len = 0;
-    char *text = read_text(path, &len);
-    char *edited = malloc(2 * len + 1);
-    assert_non_null(edited);
+    char *text = NULL, *edited = NULL;
+    save_profile_text(path, &text, &edited);
     const char *variants[] = {"316", "312", "308", "304"};
     for (int v = 0; v < 4; v++) {
         set_direct_engines(text, edited, variants[v]);
@@ -646,11 +651,8 @@ static void direct_wgmma_matches_cpu_reference(void **state) {
                 assert_true(run_case(&cases[i], 0) <= 2e-3);
     }
     g_slice = 0;
-    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
-    size_t len = 0;
-    char *text = read_text(path, &len);
-    char *edited = malloc(2 * len + 1);
-    assert_non_null(edited);
+    char *text = NULL, *edited = NULL;
+    save_profile_text(path, &text, &edited);
     const char *variants[] = {"808", "816", "804"};
     for (int v = 0; v < 3; v++) {
         set_direct_engines(text, edited, variants[v]);
@@ -721,11 +723,8 @@ static void direct_kernel_packed_taps_variants(void **state) {
         assert_true(run_case(&cases[i], 1) <= 2e-3);
         g_slice = 0;
     }
-    FV_ASSERT_OK(fv_context_profile_save(gpu, path));
-    size_t len = 0;
-    char *text = read_text(path, &len);
-    char *edited = malloc(2 * len + 1);
-    assert_non_null(edited);
+    char *text = NULL, *edited = NULL;
+    save_profile_text(path, &text, &edited);
     const char *engines[] = {"704", "708", "712", "716", "504", "508"};
     const char *names[] = {"-4rows-persistent-2w-packed",  "-8rows-persistent-2w-packed",
                            "-12rows-persistent-2w-packed", "-16rows-persistent-2w-packed",
