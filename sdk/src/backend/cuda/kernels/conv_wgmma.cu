@@ -41,8 +41,10 @@
 
 namespace {
 
-constexpr int WC = 72;       /* window pixels a row: 64 outputs + up to 8 taps right */
-constexpr int PIECE = 24;    /* pixels a TMA box: 384 bytes */
+constexpr int WC = 72; /* window pixels a row: 64 outputs + up to 8 taps right */
+#if FV_TMA
+constexpr int PIECE = 24; /* pixels a TMA box: 384 bytes */
+#endif
 constexpr int THREADS = 128; /* one warpgroup */
 
 struct wg_args {
