@@ -4,9 +4,11 @@
  * memory accelerator for the next tile's window (rows of 72 pixels of 16
  * bytes, three 384-byte boxes a row: destinations 128-byte aligned, boxes
  * of at most 256 words) on the other buffer's mbarrier, then the warpgroup
- * runs each output row's R * kr / 16 MMAs (m64nNk16, N = K stored) into one
- * of two accumulator sets, and while one row's MMAs run it writes the row
- * before (bias, activation, FP16). The weights are restaged once a block
+ * goes down the window an input row at a time: the row's A fragments
+ * (ldmatrix) feed the kr / 16 MMAs (m64nNk16, N = K stored) of each output
+ * row it serves, each output row in its own accumulators (R + 1 sets), and
+ * while one input row's MMAs run it writes the output row just finished
+ * (bias, activation, FP16). The weights are restaged once a block
  * into K-major core matrices. Results: FP32 sums of the same products as
  * the other direct kernels in the tensor cores' order (not bit-identical to
  * them; checked against the CPU reference).
