@@ -21,11 +21,12 @@
  * 128, SBO 256).
  *
  * A tile (OR rows x NP pixels) is RIN x KS MMAs into one accumulator set
- * of NP / 2 registers a thread; its sums go out (bias, activation, FP16;
- * stmatrix with .trans turns the channels-by-pixels fragments into NHWC
- * rows of a staged tile, then 16-byte stores). Persistent blocks of one
- * warpgroup, three window buffers: tile i + 2's window is asked for as
- * tile i starts. Results: FP32 sums of the same products as the other
+ * of NP / 2 registers a thread, and two sets alternate: tile i's MMAs run
+ * while tile i - 1's sums go out (bias, activation, FP16; stmatrix with
+ * .trans turns the channels-by-pixels fragments into NHWC rows of a staged
+ * tile, then 16-byte stores). Persistent blocks of one warpgroup, two
+ * window buffers: tile i + 1's window is asked for as soon as tile i - 1's
+ * MMAs are done. Results: FP32 sums of the same products as the other
  * direct kernels in the tensor cores' order (checked against the CPU). */
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -68,11 +69,10 @@ __host__ __device__ constexpr unsigned p_seq(int nf, int r) {
 __host__ __device__ constexpr unsigned p_stg(int nf, int np) {
     return (unsigned)p_or(nf) * np * p_pitch(nf);
 }
-constexpr int NBUF = 3; /* window buffers: tiles i, i + 1 and i + 2 */
-/* the windows, the weight sequence, the staged tile, the bias (128 bytes),
- * the windows' mbarriers (128) */
+/* two windows, the weight sequence, the staged tile, the bias (128 bytes),
+ * two mbarriers (128) */
 __host__ __device__ constexpr size_t p_smem(int nf, int r, int np) {
-    return NBUF * (size_t)p_win(nf, r, np) + p_seq(nf, r) + p_stg(nf, np) + 256;
+    return 2 * (size_t)p_win(nf, r, np) + p_seq(nf, r) + p_stg(nf, np) + 256;
 }
 
 struct px_args {
@@ -252,36 +252,32 @@ __device__ __forceinline__ void put(const px_args &a, const unsigned char *stg, 
 }
 
 struct smem_parts {
-    unsigned char *win, *seq, *stg; /* win: NBUF windows */
-    unsigned long long *bars;       /* a window's mbarrier */
+    unsigned char *win[2], *seq, *stg;
+    unsigned long long *bars;
 };
 
-/* Tile t, in window buffer cur (mbarrier phase ph): tile t + 2 grid's
- * window asked for into the buffer the tile before left (three buffers:
- * two windows in flight while one is multiplied; with two, the next
- * window was asked for only after a tile's MMAs, and each block's loads,
- * MMAs and stores added up: 1920x1080x8->32 5x5 0.033 ms loading and
- * staging alone, + 0.037 with the MMAs, + 0.023 with the stores, H200);
- * then its MMAs into d, and its sums out. One accumulator set: with two
- * (tile i's MMAs running while tile i - 1's sums go out) ptxas serialized
- * the MMAs (C7514: it does not follow which group a wait retires across
- * the tile loop). */
+/* Tile i (t) whole: its MMAs into d once its window is in; then, with the
+ * window buffer free, tile i + 2's window asked for into it while the sums
+ * go out. One accumulator set: with two (tile i's MMAs running while tile
+ * i - 1's sums go out), ptxas serialized the MMAs (C7514: it does not
+ * follow which group a wait retires across the tile loop); 2-4 blocks an
+ * SM keep the tensor cores busy instead. */
 template <int NF, int R, int NP, int ACT>
 __device__ __forceinline__ void tile(const px_args &a, const CUtensorMap *tm, const smem_parts &sp,
-                                     float (&d)[NP / 2], int cur, unsigned ph, int t,
-                                     const float (&bi)[2], const int (&ci)[2]) {
-    constexpr unsigned WINB = p_win(NF, R, NP);
-    const int tn = t + 2 * (int)gridDim.x, nb = cur == 0 ? NBUF - 1 : cur - 1;
-    if (threadIdx.x < 32 && tn < a.total)
-        fetch<NF, R, NP>(sp.win + nb * WINB, &sp.bars[nb], tm, a, tn);
-    bar_wait(&sp.bars[cur], ph);
+                                     float (&d)[NP / 2], int i, int t, const float (&bi)[2],
+                                     const int (&ci)[2]) {
+    const int cur = i & 1;
+    bar_wait(&sp.bars[cur], (unsigned)(i >> 1) & 1u);
     wg_fence();
-    mmas<NF, R, NP>(d, sp.win + cur * WINB, sp.seq);
+    mmas<NF, R, NP>(d, cur ? sp.win[1] : sp.win[0], sp.seq);
     wg_commit();
     wg_wait<0>();
     wg_pin(d);
     stage<NF, NP, ACT>(a, d, bi, ci, sp.stg);
     __syncthreads(); /* the tile staged; its MMAs done in every warp */
+    const int tn = t + 2 * (int)gridDim.x;
+    if (threadIdx.x < 32 && tn < a.total)
+        fetch<NF, R, NP>(cur ? sp.win[1] : sp.win[0], &sp.bars[cur], tm, a, tn);
     put<NF, NP>(a, sp.stg, tile_at<p_or(NF), NP>(a, t));
     __syncthreads(); /* the staged tile read before the next is staged */
 }
@@ -295,22 +291,22 @@ __global__ void __launch_bounds__(THREADS)
     constexpr int KS = p_ks(R), L = p_len(NF, R), C0 = p_or(NF) + R - 2;
     extern __shared__ __align__(128) unsigned char smem[];
     smem_parts sp;
-    sp.win = smem;
-    sp.seq = smem + NBUF * p_win(NF, R, NP);
+    sp.win[0] = smem;
+    sp.win[1] = smem + p_win(NF, R, NP);
+    sp.seq = sp.win[1] + p_win(NF, R, NP);
     sp.stg = sp.seq + p_seq(NF, R);
     float *sbias = reinterpret_cast<float *>(sp.stg + p_stg(NF, NP));
     sp.bars = reinterpret_cast<unsigned long long *>(sbias + 32);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int t0 = blockIdx.x, t1 = t0 + (int)gridDim.x;
     if (threadIdx.x == 0) {
-        for (int b = 0; b < NBUF; b++)
-            bar_init(&sp.bars[b]);
+        bar_init(&sp.bars[0]);
+        bar_init(&sp.bars[1]);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    if (warp == 0 && t0 < a.total) fetch<NF, R, NP>(sp.win, &sp.bars[0], &tm, a, t0);
-    if (warp == 0 && t1 < a.total)
-        fetch<NF, R, NP>(sp.win + p_win(NF, R, NP), &sp.bars[1], &tm, a, t1);
+    if (warp == 0 && t0 < a.total) fetch<NF, R, NP>(sp.win[0], &sp.bars[0], &tm, a, t0);
+    if (warp == 0 && t1 < a.total) fetch<NF, R, NP>(sp.win[1], &sp.bars[1], &tm, a, t1);
     /* the weight sequence: per step s, positions x of NF core-matrix pairs
      * (8 channels x 8 positions, two positions' halves of the step); x = C0
      * - r holds filter row r, the rest zeros */
@@ -332,12 +328,8 @@ __global__ void __launch_bounds__(THREADS)
     fv_k::with_act(a.act, [&](auto act) {
         constexpr int ACT = decltype(act)::value;
         float d[NP / 2]; /* no initial values: a tile's first MMA ignores them */
-        int cur = 0;
-        unsigned ph = 0;
-        for (int t = t0; t < a.total; t += gridDim.x) {
-            tile<NF, R, NP, ACT>(a, &tm, sp, d, cur, ph, t, bi, ci);
-            if (++cur == NBUF) cur = 0, ph ^= 1u;
-        }
+        for (int i = 0, t = t0; t < a.total; t += gridDim.x, i++)
+            tile<NF, R, NP, ACT>(a, &tm, sp, d, i, t, bi, ci);
     });
 #endif
 }
