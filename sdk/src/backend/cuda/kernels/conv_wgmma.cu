@@ -29,6 +29,10 @@
  *     ms: each row's MMAs, then a wait, then the finished row's stores, one
  *     after the other (the next row's MMA zeroes and adds to the block just
  *     written), with 3 blocks an SM at K 32 (149 registers).
+ * And (session 51, in git history: c9c2f46) the roles turned, the window
+ * as B (N = 64 or 128 pixels), the weights of 64 / K output rows as A:
+ * 0.088 and 0.030 ms (1920x1080x8->8), a block's loads, MMAs and stores
+ * adding up (docs/bench/conv_wgmma_px_h200.txt).
  * What is left: stores by TMA from a staged row, and a second warpgroup a
  * block (one loads and stores, one multiplies). */
 #include <cuda_fp16.h>
