@@ -8,6 +8,9 @@
 // SBO 128), wait<0>, stmatrix.trans to its own staged tile, 16-byte stores. The two
 // consumers overlap one's epilogue with the other's MMAs; no accumulator is in flight
 // across a loop back-edge (ptxas C7514 in session 51's two-set form).
+// Session 51 ran the defaults (-DWS_CONS=2 -DWS_NBUF=3 -DWS_TMA_STORE=0): RESULTS.md. The
+// other options (three consumers, four buffers, the staged tile out by TMA stores) compile
+// but were not run.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_fp16.h>
@@ -34,13 +37,16 @@
 #ifndef WS_NBUF
 #define WS_NBUF 3
 #endif
+#ifndef WS_TMA_STORE /* 1: the staged tile goes out by TMA stores (dense, unpadded staging) */
+#define WS_TMA_STORE 0
+#endif
 constexpr int NP = 128, WC = 144, PIECE = 48, NBUF = WS_NBUF, CONS = WS_CONS,
               THREADS = 128 * (1 + CONS);
 
 template <int NF, int R, int SEG> struct G {
     static constexpr int OR = 8 / NF, KS = (R * 8 + 15) / 16, RINS = OR + R - 1, RIN = SEG + R - 1,
-                         L = 2 * OR + R - 2, C0 = OR + R - 2, PITCH = 16 * NF + (NF > 1 ? 16 : 0),
-                         STEPS = SEG / OR;
+                         L = 2 * OR + R - 2, C0 = OR + R - 2,
+                         PITCH = 16 * NF + (NF > 1 && !WS_TMA_STORE ? 16 : 0), STEPS = SEG / OR;
     static constexpr unsigned WINB = RIN * WC * 16, SEQB = KS * L * NF * 256,
                               STGB = OR * NP * PITCH;
     static constexpr size_t SMEM = NBUF * (size_t)WINB + SEQB + CONS * (size_t)STGB + 256;
@@ -121,7 +127,8 @@ __device__ __forceinline__ void stsm_x4_trans(const unsigned (&v)[4], unsigned a
 
 template <int NF, int R, int SEG>
 __global__ void __launch_bounds__(THREADS, 1)
-    ws_kernel(const Args a, const __grid_constant__ CUtensorMap tm) {
+    ws_kernel(const Args a, const __grid_constant__ CUtensorMap tm,
+              const __grid_constant__ CUtensorMap tmo) {
     using g = G<NF, R, SEG>;
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *win = smem, *seq = smem + NBUF * g::WINB, *stg = seq + g::SEQB;
@@ -192,6 +199,10 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#if WS_TMA_STORE
+            if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+            named_sync(1 + c); /* the last step's stores have read the staged tile */
+#endif
 #pragma unroll
             for (int j = 0; j < NP / 8; j += 2) {
                 unsigned v[4];
@@ -204,8 +215,28 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
                 stsm_x4_trans(v, sbase + (unsigned)(8 * (j + (m >> 1)) * g::PITCH));
             }
+#if WS_TMA_STORE
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* seen by TMA */
+#endif
             named_sync(1 + c); /* staged; every warp past its MMAs */
             if (st == g::STEPS - 1 && tid == 0) bar_arrive(&empty[b]);
+#if WS_TMA_STORE
+            if (tid == 0) {
+                constexpr int WPR = NP * 4 * NF, BOXW = WPR > 256 ? 256 : WPR; /* words */
+                for (int bb = 0; bb < g::OR; bb++) {
+                    const int oy = sy * SEG + st * g::OR + bb;
+                    if (oy >= a.p) break;
+                    for (int x = 0; x < WPR / BOXW; x++)
+                        asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group "
+                                     "[%0, {%2, %3, %4}], [%1];\n" ::"l"(
+                                         reinterpret_cast<unsigned long long>(&tmo)),
+                                     "r"(sa(my + bb * NP * g::PITCH + x * BOXW * 4)),
+                                     "r"(sx * WPR + x * BOXW), "r"(oy), "r"(img)
+                                     : "memory");
+                }
+                asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+            }
+#else
             constexpr int CH = g::OR * NP * NF;
 #pragma unroll
             for (int n = 0; n < CH / 128; n++) {
@@ -217,8 +248,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                         *reinterpret_cast<const uint4 *>(my + (bb * NP + px) * g::PITCH + cc * 16);
             }
             named_sync(1 + c); /* the staged tile read */
+#endif
         }
     }
+#if WS_TMA_STORE
+    if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+#endif
 }
 
 static float h2f(__half h) {
@@ -279,6 +314,19 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
         printf("encode failed\n");
         return 1;
     }
+    CUtensorMap tmo;
+    {
+        const cuuint64_t od[3] = {(cuuint64_t)Q * 4 * NF, (cuuint64_t)P, (cuuint64_t)N};
+        const cuuint64_t os[2] = {(cuuint64_t)Q * K * 2, (cuuint64_t)P * Q * K * 2};
+        const cuuint32_t ob[3] = {(cuuint32_t)std::min(256, NP * 4 * NF), 1, 1};
+        if (enc(&tmo, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, dy, od, os, ob, unit,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+            printf("encode (output) failed\n");
+            return 1;
+        }
+    }
     Args a;
     a.y = dy, a.w = dw, a.bias = db, a.n = N, a.h = H, a.wd = Wd, a.p = P, a.q = Q, a.ph = pad,
     a.pw = pad, a.kr = kr;
@@ -289,7 +337,7 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
     auto fn = ws_kernel<NF, R, SEG>;
     CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g::SMEM));
     const int grid = std::min(a.total, sms);
-    fn<<<grid, THREADS, g::SMEM>>>(a, tm);
+    fn<<<grid, THREADS, g::SMEM>>>(a, tm, tmo);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     std::vector<__half> hy(ny);
@@ -334,7 +382,7 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
     for (int it = 0; it < iters + 5; it++) {
         CK(cudaMemsetAsync(flush, it & 0xff, 2 * (size_t)l2));
         CK(cudaEventRecord(e0));
-        fn<<<grid, THREADS, g::SMEM>>>(a, tm);
+        fn<<<grid, THREADS, g::SMEM>>>(a, tm, tmo);
         CK(cudaEventRecord(e1));
         CK(cudaEventSynchronize(e1));
         float ms;
@@ -344,11 +392,12 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
     std::sort(ts.begin(), ts.end());
     const double med = ts[ts.size() / 2];
     const double bytes = (double)nx * 2 + (double)ny * 2, floor_ms = bytes / 4.0e12 * 1e3;
-    printf("ws[c%d b%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu values, %zu unwritten), "
-           "median "
+    printf("ws[c%d b%d s%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu values, %zu "
+           "unwritten), median "
            "%.4f ms (min %.4f), DRAM floor at 4.0 TB/s %.4f ms: %.2fx, %zu B shared, grid %d\n",
-           CONS, NBUF, N, H, Wd, K, R, R, SEG, rel < 2e-3 && !unwritten ? "OK" : "WRONG", rel,
-           checked, unwritten, med, ts[0], floor_ms, med / floor_ms, g::SMEM, grid);
+           CONS, NBUF, WS_TMA_STORE, N, H, Wd, K, R, R, SEG,
+           rel < 2e-3 && !unwritten ? "OK" : "WRONG", rel, checked, unwritten, med, ts[0], floor_ms,
+           med / floor_ms, g::SMEM, grid);
     CK(cudaFree(flush));
     CK(cudaFree(dx));
     CK(cudaFree(dy));
