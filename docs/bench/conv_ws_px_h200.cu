@@ -8,9 +8,9 @@
 // SBO 128), wait<0>, stmatrix.trans to its own staged tile, 16-byte stores. The two
 // consumers overlap one's epilogue with the other's MMAs; no accumulator is in flight
 // across a loop back-edge (ptxas C7514 in session 51's two-set form).
-// Session 51 ran the defaults (-DWS_CONS=2 -DWS_NBUF=3 -DWS_TMA_STORE=0): RESULTS.md. The
-// other options (three consumers, four buffers, the staged tile out by TMA stores) compile
-// but were not run.
+// Session 51 ran the defaults (-DWS_CONS=2 -DWS_NBUF=3 -DWS_TMA_STORE=0 -DWS_PINGPONG=0):
+// RESULTS.md. The other options (three consumers, four buffers, the staged tile out by TMA
+// stores, consumers taking turns at the MMAs) compile but were not run.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_fp16.h>
@@ -36,6 +36,10 @@
 #endif
 #ifndef WS_NBUF
 #define WS_NBUF 3
+#endif
+#ifndef WS_PINGPONG /* consumers take turns at the MMAs: 1 the next may issue once this one        \
+                       has issued its step's MMAs, 2 once they are done; 0 no order */
+#define WS_PINGPONG 0
 #endif
 #ifndef WS_TMA_STORE /* 1: the staged tile goes out by TMA stores (dense, unpadded staging) */
 #define WS_TMA_STORE 0
@@ -133,11 +137,14 @@ __global__ void __launch_bounds__(THREADS, 1)
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *win = smem, *seq = smem + NBUF * g::WINB, *stg = seq + g::SEQB;
     float *sbias = reinterpret_cast<float *>(stg + CONS * g::STGB);
-    uint64_t *full = reinterpret_cast<uint64_t *>(sbias + 32), *empty = full + NBUF;
+    uint64_t *full = reinterpret_cast<uint64_t *>(sbias + 32), *empty = full + NBUF,
+             *turn = empty + NBUF;
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
     if (threadIdx.x == 0) {
         for (int b = 0; b < NBUF; b++)
             bar_init(&full[b]), bar_init(&empty[b]);
+        for (int k = 0; k < CONS; k++)
+            bar_init(&turn[k]);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __half *sq = reinterpret_cast<__half *>(seq);
@@ -176,6 +183,14 @@ __global__ void __launch_bounds__(THREADS, 1)
     const unsigned sbase = sa(my) + (unsigned)(((mrow0 / (8 * NF)) * NP + (lane & 7)) * g::PITCH +
                                                (mrow0 % (8 * NF)) * 2);
     float d[64];
+#if WS_PINGPONG
+    /* consumer c's step k follows its predecessor's step k (c > 0) or k - 1 (c 0), where that
+     * exists: a consumer with fewer segments must not be waited for */
+    const int nseg = ((int)a.total - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x,
+              pc = (c + CONS - 1) % CONS,
+              psteps = (nseg > pc ? (nseg - pc + CONS - 1) / CONS : 0) * g::STEPS;
+    int k = 0;
+#endif
     for (int i = c, t = blockIdx.x + c * gridDim.x; t < a.total; i += CONS, t += CONS * gridDim.x) {
         const int b = i % NBUF;
         bar_wait(&full[b], (unsigned)(i / NBUF) & 1u);
@@ -185,6 +200,12 @@ __global__ void __launch_bounds__(THREADS, 1)
             uint64_t da = desc(seq, 128, 256),
                      db = desc(win + b * g::WINB + st * g::OR * WC * 16, 16, 128);
             asm volatile("" : "+l"(da), "+l"(db));
+#if WS_PINGPONG
+            {
+                const int kp = c == 0 ? k - 1 : k;
+                if (kp >= 0 && kp < psteps) bar_wait(&turn[c], (unsigned)kp & 1u);
+            }
+#endif
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
             for (int iy = 0; iy < g::RINS; iy++)
@@ -198,7 +219,16 @@ __global__ void __launch_bounds__(THREADS, 1)
                         mma128<1>(d, ea, eb);
                 }
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#if WS_PINGPONG == 1
+            if (tid == 0) bar_arrive(&turn[(c + 1) % CONS]);
+#endif
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#if WS_PINGPONG == 2
+            if (tid == 0) bar_arrive(&turn[(c + 1) % CONS]);
+#endif
+#if WS_PINGPONG
+            k++;
+#endif
 #if WS_TMA_STORE
             if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
             named_sync(1 + c); /* the last step's stores have read the staged tile */
@@ -392,10 +422,10 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
     std::sort(ts.begin(), ts.end());
     const double med = ts[ts.size() / 2];
     const double bytes = (double)nx * 2 + (double)ny * 2, floor_ms = bytes / 4.0e12 * 1e3;
-    printf("ws[c%d b%d s%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu values, %zu "
+    printf("ws[c%d b%d s%d p%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu values, %zu "
            "unwritten), median "
            "%.4f ms (min %.4f), DRAM floor at 4.0 TB/s %.4f ms: %.2fx, %zu B shared, grid %d\n",
-           CONS, NBUF, WS_TMA_STORE, N, H, Wd, K, R, R, SEG,
+           CONS, NBUF, WS_TMA_STORE, WS_PINGPONG, N, H, Wd, K, R, R, SEG,
            rel < 2e-3 && !unwritten ? "OK" : "WRONG", rel, checked, unwritten, med, ts[0], floor_ms,
            med / floor_ms, g::SMEM, grid);
     CK(cudaFree(flush));
