@@ -46,6 +46,10 @@
 #endif
 constexpr int NP = 128, WC = 144, PIECE = 48, NBUF = WS_NBUF, CONS = WS_CONS,
               THREADS = 128 * (1 + CONS);
+/* turns are strict only between two consumers: with three, one that stops waiting (its
+ * predecessor has no steps left) can run two arrivals ahead of its successor, whose parity
+ * wait then misses a phase */
+static_assert(!WS_PINGPONG || CONS == 2, "WS_PINGPONG needs WS_CONS 2");
 
 template <int NF, int R, int SEG> struct G {
     static constexpr int OR = 8 / NF, KS = (R * 8 + 15) / 16, RINS = OR + R - 1, RIN = SEG + R - 1,
