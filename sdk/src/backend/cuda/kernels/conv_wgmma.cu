@@ -31,8 +31,10 @@
  *     written), with 3 blocks an SM at K 32 (149 registers).
  * And (session 51, in git history: c9c2f46) the roles turned, the window
  * as B (N = 64 or 128 pixels), the weights of 64 / K output rows as A:
- * 0.088 and 0.030 ms (1920x1080x8->8), a block's loads, MMAs and stores
- * adding up (docs/bench/conv_wgmma_px_h200.txt).
+ * 0.088 ms (1920x1080x8->32 5x5) and 0.030 (1920x1080x8->8), a block's
+ * loads, MMAs and stores adding up (docs/bench/conv_wgmma_px_h200.txt);
+ * warp-specialized (a producer, two consumer warpgroups) level with this
+ * kernel in a standalone harness (docs/bench/conv_ws_px_h200.cu).
  * What is left: stores by TMA from a staged row, and a second warpgroup a
  * block (one loads and stores, one multiplies). */
 #include <cuda_fp16.h>
