@@ -5,7 +5,10 @@
 # compiler, and again with aarch64-linux-gnu-g++ where it exists (Jetson).
 # Compile only, no link, no GPU needed; warnings are errors, as in CI's
 # build. Fails if any file fails for any architecture. CI runs it (.ci/run)
-# where nvcc exists.
+# where nvcc exists. The aarch64 pass builds device code for one
+# architecture only (sm_87 where it is listed): the host side, which is what
+# that pass checks, is compiled once whatever the architectures, and the
+# x86_64 pass has checked every architecture's device code.
 # Usage: toolchain/cuda-arch-check.sh [SM...]     (default: 75 87 110)
 #   nvcc: $NVCC, else nvcc on PATH, else /usr/local/cuda/bin/nvcc.
 # sm_72 (Xavier) needs CUDA 12 or older: NVCC=/usr/local/cuda-12.6/bin/nvcc toolchain/cuda-arch-check.sh 72
@@ -21,13 +24,16 @@ if [ ! -x "$nvcc" ]; then
   exit 0
 fi
 supported=$("$nvcc" --list-gpu-code)
-gencode=()
+gencode=() one_arch=()
 for a in "${archs[@]}"; do
   if ! grep -qx "sm_$a" <<<"$supported"; then
     echo "cuda-arch-check: $nvcc cannot generate sm_$a (it lists: $(echo $supported))" >&2
     exit 1
   fi
   gencode+=(-gencode "arch=compute_$a,code=sm_$a")
+  if [ ${#one_arch[@]} -eq 0 ] || [ "$a" = 87 ]; then
+    one_arch=(-gencode "arch=compute_$a,code=sm_$a")
+  fi
 done
 
 work=$(mktemp -d)
@@ -47,8 +53,8 @@ fi
 sms=$(printf 'sm_%s ' "${archs[@]}")
 echo "cuda-arch-check: $("$nvcc" --version | tail -n 2 | head -n 1); ${sms% }"
 
-# check TAG NVCC_ARGS...: every file, in parallel; prints each result, returns
-# the number of failures.
+# check TAG NVCC_ARGS...: every file, in parallel, for the architectures in
+# gc; prints each result, returns the number of failures.
 check() {
   local tag=$1 i name failed=0
   shift
@@ -60,7 +66,7 @@ check() {
     # pack.cu is built with --fmad=false (sdk/src/backend/cuda/sources.cmake).
     [ "$name" = pack ] && extra=(--fmad=false)
     ( "$nvcc" -c "$f" -o "$work/$tag/$name.o" -O3 -Xcompiler=-fPIC -Xcompiler=-Wall \
-        -Werror=all-warnings "${gencode[@]}" "${extra[@]}" "$@" \
+        -Werror=all-warnings "${gc[@]}" "${extra[@]}" "$@" \
         -I"$root/sdk/include" -I"$work/include" -I"$root/sdk/src" \
         >"$work/$tag/$name.log" 2>&1 ) &
     pids+=($!)
@@ -79,6 +85,7 @@ check() {
 }
 
 failures=0
+gc=("${gencode[@]}")
 check x86_64 || failures=$((failures + $?))
 # The same with Jetson's host side: nvcc driving the aarch64 cross g++ (-ccbin)
 # and checking the objects are aarch64. Without the toolkit's aarch64 target
@@ -96,6 +103,8 @@ if [ -n "$cross_gxx" ]; then
   inc=()
   [ -f "$cuda_root/targets/aarch64-linux/include/cuda_runtime.h" ] ||
     inc=(-I"$cuda_root/targets/x86_64-linux/include")
+  gc=("${one_arch[@]}")
+  echo "cuda-arch-check: aarch64 host side, device code for ${gc[1]#arch=compute_*,code=} only"
   if check aarch64 -ccbin "$cross_gxx" "${inc[@]}"; then
     for o in "$work"/aarch64/*.o; do
       if ! file -b "$o" | grep -q "ARM aarch64"; then
