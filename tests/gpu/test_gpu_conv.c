@@ -610,8 +610,11 @@ static void direct_tma_window_gives_the_same_bytes(void **state) {
     remove(path);
 }
 
-/* Hopper's warpgroup-MMA kernel (engines 804, 808, 816: tiles of 4, 8 or
- * 16 output rows x 64 columns, through profile entries) matches the CPU
+/* Hopper's warpgroup-MMA kernel (engines 804, 808, 816: the rows form,
+ * tiles of 4, 8 or 16 output rows x 64 columns; 908, 916: pixels along N,
+ * warp-specialized, segments of 8 or 16 output rows x 128 pixels; through
+ * profile entries)
+ * matches the CPU
  * reference: K 8, 16 and 32 (6 as 8, 28 as 32), C of 8 and fewer (stored
  * as 8), 3x3 and 5x5 with their paddings and none, every activation,
  * partial tiles at the right and bottom edges, frames narrower than a tile
@@ -653,8 +656,8 @@ static void direct_wgmma_matches_cpu_reference(void **state) {
     g_slice = 0;
     char *text = NULL, *edited = NULL;
     save_profile_text(path, &text, &edited);
-    const char *variants[] = {"808", "816", "804"};
-    for (int v = 0; v < 3; v++) {
+    const char *variants[] = {"808", "816", "804", "916", "908"};
+    for (int v = 0; v < 5; v++) {
         set_direct_engines(text, edited, variants[v]);
         write_text(path, edited);
         fv_context *saved = push_profile_context(path);

@@ -130,12 +130,14 @@ static void legacy_fused_candidates(fv_conv2d *op, const fv__conv_legacy *l, int
 
 /* The direct kernel's geometry for form f: variant = th rows per block, + 100
  * when persistent, + 200 with two rows a warp (both: + 300), + 400 with
- * packed taps; 800 + th: the warpgroup-MMA kernel (conv_wgmma.cuh:
- * persistent, th rows of 64 columns) (the engine number profiles store). */
+ * packed taps; 800 + th: the warpgroup-MMA kernel's rows form
+ * (conv_wgmma.cuh: persistent, th rows of 64 columns); 900 + wn: its
+ * pixels-along-N form (segments of wn rows x 128 columns) (the engine
+ * number profiles store). */
 static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form *f, int variant) {
     const fv_conv2d_desc *d = &op->desc;
-    const int wg = variant >= 800;
-    variant = wg ? 100 + variant % 100 : variant % 400;
+    const int wg = variant >= 900 ? 2 : variant >= 800, wn = wg == 2 ? variant % 100 : 0;
+    variant = wg == 2 ? 100 : wg ? 100 + variant % 100 : variant % 400;
     return (fv__conv_direct_geom){.n = d->n,
                                   .h = d->h,
                                   .w = d->w,
@@ -157,7 +159,8 @@ static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form
                                   .persistent = variant / 100 % 2,
                                   .two = variant / 100 >= 2,
                                   .pc = f->pc,
-                                  .wg = wg};
+                                  .wg = wg,
+                                  .wn = wn};
 }
 
 /* A direct-kernel candidate of form f, variant as in direct_geom; 0 (why
@@ -165,9 +168,9 @@ static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form
 static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, fv__conv_cand *c,
                             char *why, size_t why_n) {
     memset(c, 0, sizeof *c);
-    if (variant < 0 || variant > 899 || (variant >= 400 && variant < 800) != (f->pc != 0)) {
+    if (variant < 0 || variant > 999 || (variant >= 400 && variant < 800) != (f->pc != 0)) {
         snprintf(why, why_n, "variant %d%s", variant,
-                 f->pc ? " (packed taps: 400-799)" : " (0-399 or 800-899 without packed taps)");
+                 f->pc ? " (packed taps: 400-799)" : " (0-399 or 800-999 without packed taps)");
         return 0;
     }
     c->dg = direct_geom(op, f, variant);
@@ -188,6 +191,14 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, 
     c->choice.path = FV__PATH_DIRECT;
     c->choice.cdecl_ = f->cd;
     c->choice.engine = variant;
+    if (c->dg.wg == 2) {
+        snprintf(c->engine, sizeof c->engine, "fovea-wgmma-px-%drows", c->dg.wn);
+        snprintf(c->how, sizeof c->how,
+                 "fovea direct kernel on warpgroup MMA, pixels along N, warp-specialized, "
+                 "%d x 128 segments, window by TMA, %zu B shared",
+                 c->dg.wn, smem);
+        return 1;
+    }
     if (c->dg.wg) {
         snprintf(c->engine, sizeof c->engine, "fovea-wgmma-%drows", th);
         snprintf(c->how, sizeof c->how,
@@ -263,9 +274,10 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
         if (first_only) break;
     }
     /* the warpgroup-MMA kernel (SM 9.0 builds and devices; 8 channels,
-     * stride 1, 3x3 or 5x5, K <= 32): 8 rows, 16, 4 */
-    static const int wgv[] = {808, 816, 804};
-    for (int i = 0; i < 3 && *n < max && !(first_only && offered); i++) {
+     * stride 1, 3x3 or 5x5, K <= 32): pixels along N, segments of 16 and 8
+     * rows; the rows form, 8 rows, 16, 4 */
+    static const int wgv[] = {916, 908, 808, 816, 804};
+    for (int i = 0; i < 5 && *n < max && !(first_only && offered); i++) {
         char why2[160];
         if (!direct_candidate(op, f, wgv[i], &out[*n], why2, sizeof why2)) continue;
         (*n)++;
@@ -393,7 +405,7 @@ fv_status fv__conv_from_profile(fv_conv2d *op, const fv__engine_choice *e,
         if (forms[i].cd != e->cdecl_ || !forms[i].kr != (e->path != FV__PATH_DIRECT)) continue;
         if (e->path == FV__PATH_DIRECT) {
             char why[160];
-            if (e->engine > 899 ||
+            if (e->engine > 999 ||
                 !direct_candidate(op, &forms[i], (int)e->engine, out, why, sizeof why))
                 continue;
             out->choice = *e;

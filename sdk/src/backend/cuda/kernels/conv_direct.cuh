@@ -93,9 +93,12 @@ typedef struct fv__conv_direct_geom {
                        rows a warp, 8 channels stored and read, K 8, 16 or 32, stride 1,
                        3x3 or 5x5),
                        unless FV_CONV_NO_TMA=1 in the environment */
-    int wg;         /* 1: Hopper's warpgroup-MMA kernel (conv_wgmma.cuh: 8 channels,
-                       stride 1, 3x3 or 5x5, K 8, 16 or 32, th 4, 8 or 16 rows of 64
-                       columns, persistent; SM 9.0, builds for SM 9.0 only) */
+    int wg;         /* Hopper's warpgroup-MMA kernel (conv_wgmma.cuh: 8 channels,
+                       stride 1, 3x3 or 5x5, K 8, 16 or 32, persistent; SM 9.0,
+                       builds for SM 9.0 only): 1, the rows form (th 4, 8 or 16 rows
+                       of 64 columns); 2, pixels along N, warp-specialized (segments
+                       of wn rows x 128 columns); 0: neither */
+    int wn;         /* wg 2: output rows a segment, 8 or 16 */
 } fv__conv_direct_geom;
 
 /* Fills kr and checks that the kernel runs g on device `device`; smem gets

@@ -29,21 +29,21 @@
  *     ms: each row's MMAs, then a wait, then the finished row's stores, one
  *     after the other (the next row's MMA zeroes and adds to the block just
  *     written), with 3 blocks an SM at K 32 (149 registers).
- * And (session 51, in git history: c9c2f46) the roles turned, the window
- * as B (N = 64 or 128 pixels), the weights of 64 / K output rows as A:
- * 0.088 ms (1920x1080x8->32 5x5) and 0.030 (1920x1080x8->8), a block's
- * loads, MMAs and stores adding up (docs/bench/conv_wgmma_px_h200.txt);
- * warp-specialized (a producer, two consumer warpgroups) level with this
- * kernel in a standalone harness (docs/bench/conv_ws_px_h200.cu).
- * What is left: stores by TMA from a staged row, and a second warpgroup a
- * block (one loads and stores, one multiplies). */
+ * And (session 51) the roles turned, the window as B (N = 128 pixels),
+ * the weights of 64 / K output rows as A: one warpgroup a block 0.088 and
+ * 0.030 ms (1920x1080x8->8), a block's loads, MMAs and stores adding up
+ * (docs/bench/conv_wgmma_px_h200.txt); warp-specialized (a producer and
+ * consumer warpgroups), conv_wgmma_px.cu, first measured in the standalone
+ * harness docs/bench/conv_ws_px_h200.cu. */
 #include <cuda_fp16.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "conv_wgmma.cuh"
+#include "conv_wgmma_px.cuh"
 #include "act8.cuh"
 #include "tma.cuh"
+#include "wgmma.cuh"
 #include "../cuda_check.h"
 #include "../../activation.h"
 
@@ -85,28 +85,11 @@ using fv_k::bar_init;
 using fv_k::bar_wait;
 using fv_k::smem_u32;
 
-/* A shared-memory matrix descriptor without swizzling: start address,
- * leading (K) and stride (M or N) byte offsets between core matrices. */
-__device__ __forceinline__ uint64_t desc(const void *p, unsigned lbo, unsigned sbo) {
-    return (uint64_t)((smem_u32(p) & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) |
-           ((uint64_t)(sbo >> 4) << 32);
-}
-__device__ __forceinline__ void wg_fence() {
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wg_commit() {
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void wg_wait() {
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-/* Keeps the compiler from moving accumulator accesses across the
- * asynchronous MMAs. */
-template <int M> __device__ __forceinline__ void pin(float (&d)[M]) {
-#pragma unroll
-    for (int i = 0; i < M; i++)
-        asm volatile("" : "+f"(d[i])::"memory");
-}
+using fv_k::wg_commit;
+using fv_k::wg_desc;
+using fv_k::wg_fence;
+using fv_k::wg_pin;
+using fv_k::wg_wait;
 
 /* d (+)= A * B, m64nNk16, N = 8 * NF, A from registers (each warp's 16
  * rows as mma.sync's m16n8k16 A fragment), B from shared memory; ACC 0:
@@ -211,7 +194,7 @@ __device__ __forceinline__ void tile(const wg_args &a, const unsigned char *win,
     /* lane L: row (L >> 3 & 1) * 8 + L % 8 of the warp's 16, the tap L >> 4 */
     const unsigned arow =
         smem_u32(win) + (unsigned)((16 * warp + (lane & 7) + (lane & 8) + (lane >> 4)) * 16);
-    const uint64_t db = desc(sw, 128, 256);
+    const uint64_t db = wg_desc(sw, 128, 256);
     float acc[NA][NF * 4];
     unsigned x[2][KS][4];
 #pragma unroll
@@ -222,7 +205,7 @@ __device__ __forceinline__ void tile(const wg_args &a, const unsigned char *win,
             ldsm_x4(xi[s], arow + (unsigned)(iy * WC * 16 + s * 32));
 #pragma unroll
         for (int r = 0; r < R; r++)
-            if (iy - r >= 0 && iy - r < TH) pin(acc[(iy - r) % NA]);
+            if (iy - r >= 0 && iy - r < TH) wg_pin(acc[(iy - r) % NA]);
         wg_fence();
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -241,18 +224,18 @@ __device__ __forceinline__ void tile(const wg_args &a, const unsigned char *win,
         wg_commit();
 #pragma unroll
         for (int r = 0; r < R; r++)
-            if (iy - r >= 0 && iy - r < TH) pin(acc[(iy - r) % NA]);
+            if (iy - r >= 0 && iy - r < TH) wg_pin(acc[(iy - r) % NA]);
         /* all but this row's MMAs done: output row iy - R is complete, and
          * the fragments the next row overwrites are free */
         wg_wait<1>();
         const int done = iy - R;
         if (done >= 0 && done < TH) {
-            pin(acc[done % NA]);
+            wg_pin(acc[done % NA]);
             put_row<NF, ACT>(a, acc[done % NA], b, at.x, at.y + done, at.z);
         }
     }
     wg_wait<0>();
-    pin(acc[(TH - 1) % NA]);
+    wg_pin(acc[(TH - 1) % NA]);
     put_row<NF, ACT>(a, acc[(TH - 1) % NA], b, at.x, at.y + TH - 1, at.z);
 }
 #endif
@@ -323,15 +306,26 @@ wg_kernel_fn pick(const fv__conv_direct_geom *g) {
 #endif
 
 bool shape_ok(const fv__conv_direct_geom *g) {
-    return g->cs == 8 && g->cm == 8 && !g->pair && !g->pc && !g->two && g->persistent &&
-           g->sh == 1 && g->sw == 1 && g->r == g->s && (g->r == 3 || g->r == 5) &&
+    if (g->wg == 2) return fv_k::px_shape_ok(g);
+    return g->wg == 1 && g->cs == 8 && g->cm == 8 && !g->pair && !g->pc && !g->two &&
+           g->persistent && g->sh == 1 && g->sw == 1 && g->r == g->s && (g->r == 3 || g->r == 5) &&
            (g->kp == 8 || g->kp == 16 || g->kp == 32) && g->k <= g->kp &&
            (g->th == 4 || g->th == 8 || g->th == 16) && g->n >= 1 && g->p >= 1 && g->q >= 1 &&
            g->h >= 1 && g->w >= 1 && (g->ys == 0 || (g->ys >= g->kp && g->ys % 8 == 0));
 }
 
 size_t smem_of(const fv__conv_direct_geom *g) {
-    return smem_bytes(g->kp / 8, g->r, g->th);
+    return g->wg == 2 ? fv_k::px_smem(g) : smem_bytes(g->kp / 8, g->r, g->th);
+}
+
+/* The kernel of g (either form); NULL without tensor maps. */
+const void *fn_of(const fv__conv_direct_geom *g) {
+    if (g->wg == 2) return fv_k::px_fn(g);
+#if FV_TMA
+    return reinterpret_cast<const void *>(pick(g));
+#else
+    return nullptr;
+#endif
 }
 
 /* The device's compute capability is 9.0 and this build has the kernel's
@@ -350,7 +344,7 @@ bool runs_here(int device, const fv__conv_direct_geom *g, char *why, size_t why_
     }
 #if FV_TMA
     cudaFuncAttributes fa;
-    if (cudaFuncGetAttributes(&fa, reinterpret_cast<const void *>(pick(g))) != cudaSuccess) {
+    if (cudaFuncGetAttributes(&fa, fn_of(g)) != cudaSuccess) {
         cudaGetLastError();
         snprintf(why, why_n, "wgmma: this build has no sm_90a code for it");
         return false;
@@ -374,8 +368,10 @@ extern "C" int fv__conv_wgmma_check(fv__conv_direct_geom *g, int device, size_t 
     *smem = 0;
     if (!shape_ok(g)) {
         snprintf(why, why_n,
-                 "wgmma: 8 channels stored and read, stride 1, 3x3 or 5x5, K 8, 16 or 32, 4, 8 "
-                 "or 16 rows, persistent");
+                 g->wg == 2 ? "wgmma, pixels along N: 8 channels stored and read, stride 1, 3x3 "
+                              "or 5x5, K 8, 16 or 32, tiles of 64 or 128 pixels"
+                            : "wgmma: 8 channels stored and read, stride 1, 3x3 or 5x5, K 8, "
+                              "16 or 32, 4, 8 or 16 rows, persistent");
         return 0;
     }
     g->kr = ksteps(g->r) * 16;
@@ -401,20 +397,18 @@ extern "C" fv_status fv__conv_wgmma_prepare(fv__conv_direct_geom *g) {
     FV_CUDA_TRY(cudaGetDevice(&dev));
     FV_REQUIRE(shape_ok(g) && runs_here(dev, g, why, sizeof why), FV_ERR_NOT_SUPPORTED,
                "direct conv (wgmma): %s", shape_ok(g) ? why : "geometry out of range");
-#if FV_TMA
-    const void *fn = reinterpret_cast<const void *>(pick(g));
-#else
-    const void *fn = nullptr; /* not reached: runs_here refused */
-#endif
+    const void *fn = fn_of(g); /* not NULL: runs_here found its code */
     FV_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     FV_CUDA_TRY(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-    FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, THREADS, smem_of(g)));
+    const int threads = g->wg == 2 ? fv_k::px_threads() : THREADS;
+    FV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, threads, smem_of(g)));
     FV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     FV_REQUIRE(per_sm > 0, FV_ERR_NOT_SUPPORTED,
                "direct conv (wgmma): no block of %d threads and %zu bytes of shared memory fits "
                "an SM",
-               THREADS, smem_of(g));
-    const long tiles = (long)((g->q + 63) / 64) * ((g->p + g->th - 1) / g->th) * g->n;
+               threads, smem_of(g));
+    const long tiles = g->wg == 2 ? fv_k::px_tiles(g)
+                                  : (long)((g->q + 63) / 64) * ((g->p + g->th - 1) / g->th) * g->n;
     FV_REQUIRE(tiles <= 0x7fffffffL, FV_ERR_NOT_SUPPORTED, "direct conv (wgmma): %ld tiles", tiles);
     const long grid = (long)per_sm * sms;
     g->grid = (int)(tiles < grid ? tiles : grid);
@@ -432,10 +426,11 @@ extern "C" fv_status fv__conv_wgmma_run(cudaStream_t stream, const fv__conv_dire
     PFN_cuTensorMapEncodeTiled_v12000 encode = fv_k::tensor_map_encoder();
     FV_REQUIRE(encode, FV_ERR_INTERNAL, "direct conv (wgmma): no cuTensorMapEncodeTiled");
     /* the input as 32-bit words: (a row's pixels x 4 words, H, N); boxes of
-     * PIECE pixels of one row */
+     * `piece` pixels of one row */
+    const int piece = g->wg == 2 ? fv_k::px_piece(g) : PIECE;
     const cuuint64_t dims[3] = {(cuuint64_t)g->w * 4, (cuuint64_t)g->h, (cuuint64_t)g->n};
     const cuuint64_t strides[2] = {(cuuint64_t)g->w * 16, (cuuint64_t)g->h * g->w * 16};
-    const cuuint32_t box[3] = {PIECE * 4, 1, 1}, unit[3] = {1, 1, 1};
+    const cuuint32_t box[3] = {(cuuint32_t)piece * 4, 1, 1}, unit[3] = {1, 1, 1};
     CUtensorMap tm;
     const CUresult r =
         encode(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, const_cast<void *>(x), dims, strides, box,
@@ -444,6 +439,7 @@ extern "C" fv_status fv__conv_wgmma_run(cudaStream_t stream, const fv__conv_dire
     FV_REQUIRE(r == CUDA_SUCCESS, FV_ERR_INTERNAL,
                "direct conv (wgmma): cuTensorMapEncodeTiled failed (%d) for %dx%dx8 x %d", (int)r,
                g->h, g->w, g->n);
+    if (g->wg == 2) return fv_k::px_launch(stream, g, tm, y, w, bias, act, alpha);
     wg_args a;
     a.y = static_cast<__half *>(y);
     a.w = static_cast<const __half *>(w);

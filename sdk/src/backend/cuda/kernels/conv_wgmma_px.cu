@@ -1,0 +1,364 @@
+/* fovea's Hopper conv kernel, pixels along N, warp-specialized (see
+ * conv_wgmma.cuh).
+ *
+ * The rows form (conv_wgmma.cu) multiplies pixels (M = 64) by output
+ * channels (N = K: 8 to 32), and wgmma of so small an N runs the tensor
+ * cores far under their peak. Here the roles turn: the window (input rows
+ * by TMA) is B, 128 pixels along N; the weights are A, M = 64 rows = OR =
+ * 64 / K output rows of K channels. Input row iy of a step contributes to
+ * output row b through filter row iy - b, so its A stacks the weights of
+ * filter rows iy - b (zero outside 0..R-1): one wgmma m64n128k16 per input
+ * row and 16-wide step feeds all OR output rows. The stacks are windows of
+ * one sequence in shared memory (W_R-1 .. W_0 between zeros, read from
+ * position C0 - iy). Both operands by descriptor, K-major without
+ * swizzling: B's core matrix is 8 pixels of one tap (16 bytes a pixel),
+ * the next tap 16 bytes on (LBO 16), the next 8 pixels 128 bytes on (SBO
+ * 128); A's is 8 output channels x 8 positions (LBO 128, SBO 256).
+ *
+ * A block is three warpgroups (one block an SM): one thread of the first
+ * asks for the window of each of the block's segments (SEG output rows x
+ * 128 pixels: SEG + R - 1 rows of 144 pixels, three 768-byte boxes a row)
+ * into three buffers, in order, on full / empty mbarriers; the two others
+ * take alternate segments, each step of OR rows RIN x KS MMAs into its own
+ * accumulators, then bias, activation and FP16 through stmatrix .trans into
+ * its own staged NHWC tile, then 16-byte stores. While one consumer's sums
+ * go out the other's MMAs run, and no accumulator is in flight across a
+ * loop (two sets alternating in one warpgroup made ptxas serialize the
+ * MMAs, C7514; one warpgroup a block measured 1.17x the kept kernels'
+ * time, its loads, MMAs and stores adding up: docs/bench/RESULTS.md,
+ * session 51). Results: FP32 sums of the same products as the other direct
+ * kernels in the tensor cores' order (checked against the CPU). */
+#include <cuda_fp16.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "conv_wgmma_px.cuh"
+#include "act8.cuh"
+#include "wgmma.cuh"
+#include "../cuda_check.h"
+#include "../../activation.h"
+
+namespace {
+
+constexpr int NP = 128;   /* pixels a segment */
+constexpr int WC = 144;   /* window pixels a row: NP + taps, three boxes */
+constexpr int PIECE = 48; /* pixels a TMA box: 768 bytes */
+constexpr int NBUF = 3;   /* window buffers */
+constexpr int CONS = 2;   /* consumer warpgroups */
+constexpr int THREADS = 128 * (1 + CONS);
+
+/* The geometry of kernel <NF (K / 8), R, SEG>. */
+template <int NF, int R, int SEG> struct geo {
+    static constexpr int OR = 8 / NF,        /* output rows a step */
+        KS = (R * 8 + 15) / 16,              /* 16-wide steps a filter row */
+        RIN = SEG + R - 1,                   /* input rows a segment */
+        L = 2 * OR + R - 2,                  /* positions of the weight sequence */
+        PITCH = 16 * NF + (NF > 1 ? 16 : 0); /* bytes a staged pixel: no bank conflicts */
+    static constexpr unsigned WINB = RIN * WC * 16, SEQB = KS * L * NF * 256,
+                              STGB = OR * NP * PITCH;
+    /* windows, the sequence, a staged tile a consumer, the bias (128
+     * bytes), the mbarriers (128) */
+    static constexpr size_t SMEM = NBUF * (size_t)WINB + SEQB + CONS * (size_t)STGB + 256;
+};
+
+struct px_args {
+    __half *y;
+    const __half *w;
+    const float *bias; /* kp FP32 values, or NULL */
+    int p, q, kp, k, ys, kr, ph, pw;
+    int strips, segs_y, total;
+    int act;
+    float alpha;
+};
+
+#if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+using fv_k::bar_expect;
+using fv_k::bar_init;
+using fv_k::bar_wait;
+using fv_k::smem_u32;
+using fv_k::wg_commit;
+using fv_k::wg_desc;
+using fv_k::wg_fence;
+using fv_k::wg_pin;
+using fv_k::wg_wait;
+
+/* d (+)= A * B, m64n128k16, both from shared memory; ACC 0: d = A * B. */
+template <int NP_, int ACC> struct mma_ss;
+template <int ACC> struct mma_ss<128, ACC> {
+    static __device__ __forceinline__ void run(float (&d)[64], uint64_t a, uint64_t b) {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+            "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+              "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+              "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+              "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+              "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
+              "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
+              "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
+              "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+              "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),
+              "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),
+              "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "l"(a), "l"(b), "n"(ACC));
+    }
+};
+
+__device__ __forceinline__ void bar_arrive(unsigned long long *bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+/* A barrier of one consumer warpgroup's 128 threads. */
+__device__ __forceinline__ void group_sync(int id) {
+    asm volatile("bar.sync %0, 128;\n" ::"r"(id) : "memory");
+}
+
+/* Four 8 x 8 half matrices, transposed, to the rows whose addresses lanes
+ * 8i..8i+7 give (matrix i from v[i]). */
+__device__ __forceinline__ void stsm_x4_trans(const unsigned (&v)[4], unsigned addr) {
+    asm volatile(
+        "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+        "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+        : "memory");
+}
+
+/* Bias, activation and FP16 for sums v0, v1 of one channel c at two pixels:
+ * the half2's bits (channels >= k come out 0: see act8.cuh). */
+template <int ACT>
+__device__ __forceinline__ unsigned pair_act(float v0, float v1, float b, int c, int k,
+                                             float alpha) {
+    float o0 = v0 + b, o1 = v1 + b;
+    if (ACT != FV_ACT_RELU) o0 = fv__act(ACT, alpha, o0), o1 = fv__act(ACT, alpha, o1);
+    if (ACT == FV_ACT_SIGMOID && c >= k) o0 = o1 = 0.0f;
+    const __half2 h = ACT == FV_ACT_RELU ? fv_k::relu_pack(o0, o1) : __floats2half2_rn(o0, o1);
+    return *reinterpret_cast<const unsigned *>(&h);
+}
+
+/* Segment t as (image, first output row, first column). */
+template <int SEG> __device__ __forceinline__ int3 seg_at(const px_args &a, int t) {
+    const int sx = t % a.strips, rest = t / a.strips, sy = rest % a.segs_y;
+    return make_int3(rest / a.segs_y, sy * SEG, sx * NP);
+}
+
+/* The producer (one thread): every window of the block's segments, in order. */
+template <int NF, int R, int SEG>
+__device__ __forceinline__ void produce(const px_args &a, const CUtensorMap *tm, unsigned char *win,
+                                        unsigned long long *full, unsigned long long *empty) {
+    using g = geo<NF, R, SEG>;
+    for (int i = 0, t = blockIdx.x; t < a.total; t += gridDim.x, i++) {
+        const int b = i % NBUF;
+        /* a fresh mbarrier's phase "-1" counts as complete: the first NBUF pass */
+        bar_wait(&empty[b], ((unsigned)(i / NBUF) & 1u) ^ 1u);
+        const int3 at = seg_at<SEG>(a, t);
+        bar_expect(&full[b], g::WINB);
+        const int x0 = (at.z - a.pw) * 4, y0 = at.y - a.ph;
+        for (int row = 0; row < g::RIN; row++)
+            for (int pc = 0; pc < 3; pc++)
+                fv_k::tma_load_3d(win + b * g::WINB + (row * WC + pc * PIECE) * 16, tm, &full[b],
+                                  x0 + pc * PIECE * 4, y0 + row, at.x);
+    }
+}
+
+/* Consumer c (0 or 1): segments c, c + 2, ... of the block. */
+template <int NF, int R, int SEG, int ACT>
+__device__ __forceinline__ void consume(const px_args &a, int c, const unsigned char *win,
+                                        const unsigned char *seq, unsigned char *stg,
+                                        unsigned long long *full, unsigned long long *empty,
+                                        const float *sbias) {
+    using g = geo<NF, R, SEG>;
+    /* input rows a step, steps a segment, the sequence's position of W_0 */
+    constexpr int RINS = g::OR + R - 1, STEPS = SEG / g::OR, C0 = g::OR + R - 2;
+    const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
+    int ci[2];
+    float bi[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+        ci[i] = (16 * warp + (lane >> 2) + 8 * i) % (8 * NF), bi[i] = sbias[ci[i]];
+    /* this lane's row address for stmatrix: matrix m = lane / 8 of each x4 */
+    const int m = lane >> 3, mrow0 = 16 * warp + 8 * (m & 1);
+    const unsigned sbase =
+        smem_u32(stg) +
+        (unsigned)(((mrow0 / (8 * NF)) * NP + (lane & 7)) * g::PITCH + (mrow0 % (8 * NF)) * 2);
+    float d[NP / 2]; /* no initial values: a step's first MMA ignores them */
+    for (int i = c, t = blockIdx.x + c * (int)gridDim.x; t < a.total;
+         i += CONS, t += CONS * (int)gridDim.x) {
+        const int b = i % NBUF;
+        bar_wait(&full[b], (unsigned)(i / NBUF) & 1u);
+        const int3 at = seg_at<SEG>(a, t);
+        for (int st = 0; st < STEPS; st++) {
+            uint64_t da = wg_desc(seq, 128, 256),
+                     db = wg_desc(win + b * g::WINB + st * g::OR * WC * 16, 16, 128);
+            /* opaque: each MMA's descriptors derived here, not all held in
+             * registers across the loop */
+            asm volatile("" : "+l"(da), "+l"(db));
+            wg_fence();
+#pragma unroll
+            for (int iy = 0; iy < RINS; iy++)
+#pragma unroll
+                for (int s = 0; s < g::KS; s++) {
+                    /* descriptors count 16-byte units */
+                    const uint64_t ea = da + (uint64_t)((s * g::L + C0 - iy) * NF * 16);
+                    const uint64_t eb = db + (uint64_t)(iy * WC + 2 * s);
+                    if (iy == 0 && s == 0)
+                        mma_ss<NP, 0>::run(d, ea, eb);
+                    else
+                        mma_ss<NP, 1>::run(d, ea, eb);
+                }
+            wg_commit();
+            wg_wait<0>();
+            wg_pin(d);
+#pragma unroll
+            for (int j = 0; j < NP / 8; j += 2) {
+                unsigned v[4];
+#pragma unroll
+                for (int x = 0; x < 4; x++) {
+                    const int ii = x & 1, jj = j + (x >> 1);
+                    v[x] = pair_act<ACT>(d[jj * 4 + 2 * ii], d[jj * 4 + 2 * ii + 1], bi[ii], ci[ii],
+                                         a.k, a.alpha);
+                }
+                stsm_x4_trans(v, sbase + (unsigned)(8 * (j + (m >> 1)) * g::PITCH));
+            }
+            group_sync(1 + c); /* staged; every warp past its MMAs */
+            if (st == STEPS - 1 && tid == 0) bar_arrive(&empty[b]); /* the window is free */
+            constexpr int CH = g::OR * NP * NF;                     /* 16-byte pieces: 8 NP */
+#pragma unroll
+            for (int n = 0; n < CH / 128; n++) {
+                const int e = tid + n * 128, cc = e % NF, px = (e / NF) % NP, bb = e / (NF * NP);
+                const int oy = at.y + st * g::OR + bb, ox = at.z + px;
+                if (oy < a.p && ox < a.q)
+                    *reinterpret_cast<uint4 *>(a.y + (((size_t)at.x * a.p + oy) * a.q + ox) * a.ys +
+                                               cc * 8) =
+                        *reinterpret_cast<const uint4 *>(stg + (bb * NP + px) * g::PITCH + cc * 16);
+            }
+            group_sync(1 + c); /* the staged tile read before the next is staged */
+        }
+    }
+}
+#endif
+
+#if FV_TMA
+template <int NF, int R, int SEG>
+__global__ void __launch_bounds__(THREADS, 1)
+    conv_wgmma_px_kernel(const px_args a, const __grid_constant__ CUtensorMap tm) {
+#if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using g = geo<NF, R, SEG>;
+    constexpr int C0 = g::OR + R - 2; /* the sequence's position of W_0 */
+    extern __shared__ __align__(128) unsigned char smem[];
+    unsigned char *win = smem, *seq = smem + NBUF * g::WINB, *stg = seq + g::SEQB;
+    float *sbias = reinterpret_cast<float *>(stg + CONS * g::STGB);
+    unsigned long long *full = reinterpret_cast<unsigned long long *>(sbias + 32),
+                       *empty = full + NBUF;
+    const int wg = threadIdx.x >> 7;
+    if (threadIdx.x == 0) {
+        for (int b = 0; b < NBUF; b++)
+            bar_init(&full[b]), bar_init(&empty[b]);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    /* the weight sequence: per step s, positions x of NF core-matrix pairs
+     * (8 channels x 8 positions, two positions' halves of the step); x = C0
+     * - r holds filter row r, the rest zeros */
+    __half *sq = reinterpret_cast<__half *>(seq);
+    for (int e = threadIdx.x; e < g::KS * g::L * NF * 128; e += THREADS) {
+        const int el = e & 7, ch = (e >> 3) & 7, jj = (e >> 6) & 1, rest = e >> 7;
+        const int gg = rest % NF, sx = rest / NF, x = sx % g::L, s = sx / g::L, r = C0 - x;
+        sq[e] = r >= 0 && r < R ? a.w[((r * NF + gg) * a.kr + s * 16 + jj * 8 + el) * 8 + ch]
+                                : __float2half(0.0f);
+    }
+    if (threadIdx.x < NF * 8) sbias[threadIdx.x] = a.bias ? a.bias[threadIdx.x] : 0.0f;
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* seen by the MMAs */
+    __syncthreads();
+    if (wg == 0) {
+        if (threadIdx.x == 0) produce<NF, R, SEG>(a, &tm, win, full, empty);
+        return;
+    }
+    fv_k::with_act(a.act, [&](auto act) {
+        consume<NF, R, SEG, decltype(act)::value>(a, wg - 1, win, seq, stg + (wg - 1) * g::STGB,
+                                                  full, empty, sbias);
+    });
+#endif
+}
+
+typedef void (*px_kernel_fn)(const px_args, const CUtensorMap);
+
+template <int NF, int R> px_kernel_fn pick_seg(int seg) {
+    return seg == 8 ? conv_wgmma_px_kernel<NF, R, 8> : conv_wgmma_px_kernel<NF, R, 16>;
+}
+template <int NF> px_kernel_fn pick_r(int r, int seg) {
+    return r == 3 ? pick_seg<NF, 3>(seg) : pick_seg<NF, 5>(seg);
+}
+px_kernel_fn pick(const fv__conv_direct_geom *g) {
+    return g->kp == 8    ? pick_r<1>(g->r, g->wn)
+           : g->kp == 16 ? pick_r<2>(g->r, g->wn)
+                         : pick_r<4>(g->r, g->wn);
+}
+#endif
+
+template <int NF> size_t smem_r(int r, int seg) {
+    return r == 3 ? (seg == 8 ? geo<NF, 3, 8>::SMEM : geo<NF, 3, 16>::SMEM)
+                  : (seg == 8 ? geo<NF, 5, 8>::SMEM : geo<NF, 5, 16>::SMEM);
+}
+
+} // namespace
+
+namespace fv_k {
+
+bool px_shape_ok(const fv__conv_direct_geom *g) {
+    return g->wg == 2 && (g->wn == 8 || g->wn == 16) && g->cs == 8 && g->cm == 8 && !g->pair &&
+           !g->pc && !g->two && g->sh == 1 && g->sw == 1 && g->r == g->s &&
+           (g->r == 3 || g->r == 5) && (g->kp == 8 || g->kp == 16 || g->kp == 32) &&
+           g->k <= g->kp && g->n >= 1 && g->p >= 1 && g->q >= 1 && g->h >= 1 && g->w >= 1 &&
+           (g->ys == 0 || (g->ys >= g->kp && g->ys % 8 == 0));
+}
+
+size_t px_smem(const fv__conv_direct_geom *g) {
+    return g->kp == 8    ? smem_r<1>(g->r, g->wn)
+           : g->kp == 16 ? smem_r<2>(g->r, g->wn)
+                         : smem_r<4>(g->r, g->wn);
+}
+
+int px_threads(void) {
+    return THREADS;
+}
+
+long px_tiles(const fv__conv_direct_geom *g) {
+    return (long)((g->q + NP - 1) / NP) * ((g->p + g->wn - 1) / g->wn) * g->n;
+}
+
+int px_piece(const fv__conv_direct_geom *g) {
+    (void)g;
+    return PIECE;
+}
+
+const void *px_fn(const fv__conv_direct_geom *g) {
+#if FV_TMA
+    return reinterpret_cast<const void *>(pick(g));
+#else
+    (void)g;
+    return nullptr;
+#endif
+}
+
+#if FV_TMA
+fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const CUtensorMap &tm,
+                    void *y, const void *w, const void *bias, fv_activation act, float alpha) {
+    FV_REQUIRE(px_shape_ok(g) && g->grid > 0 && y && w && ((uintptr_t)y % 16) == 0, FV_ERR_INTERNAL,
+               "direct conv (wgmma, pixels along N): bad arguments");
+    px_args a;
+    a.y = static_cast<__half *>(y);
+    a.w = static_cast<const __half *>(w);
+    a.bias = static_cast<const float *>(bias);
+    a.p = g->p, a.q = g->q, a.kp = g->kp, a.k = g->k, a.ys = g->ys ? g->ys : g->kp;
+    a.kr = g->kr, a.ph = g->ph, a.pw = g->pw;
+    a.strips = (g->q + NP - 1) / NP, a.segs_y = (g->p + g->wn - 1) / g->wn;
+    a.total = a.strips * a.segs_y * g->n;
+    a.act = (int)act, a.alpha = alpha;
+    pick(g)<<<g->grid, THREADS, px_smem(g), stream>>>(a, tm);
+    FV_CUDA_TRY(cudaGetLastError());
+    return FV_OK;
+}
+#endif
+
+} // namespace fv_k

@@ -1,0 +1,31 @@
+/* The pixels-along-N form of fovea's Hopper conv kernel (conv_wgmma_px.cu),
+ * for conv_wgmma.cu, which checks, prepares and launches both forms. */
+#ifndef FOVEA_KERNELS_CONV_WGMMA_PX_CUH
+#define FOVEA_KERNELS_CONV_WGMMA_PX_CUH
+
+#include "conv_direct.cuh"
+#include "tma.cuh"
+
+namespace fv_k {
+
+/* g (g->wg 2) is a shape of the form: 8 channels stored and read, stride 1,
+ * 3x3 or 5x5, K 8, 16 or 32, segments of g->wn (8 or 16) output rows x 128
+ * pixels. */
+bool px_shape_ok(const fv__conv_direct_geom *g);
+/* A block's shared memory and threads, the segments of the output, the
+ * kernel. */
+size_t px_smem(const fv__conv_direct_geom *g);
+int px_threads(void);
+long px_tiles(const fv__conv_direct_geom *g);
+const void *px_fn(const fv__conv_direct_geom *g);
+/* Pixels a TMA box of the window's rows (its map's box: 4 words a pixel). */
+int px_piece(const fv__conv_direct_geom *g);
+
+#if FV_TMA
+/* Launches the kernel of g (prepared: g->grid set) over the window map tm. */
+fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const CUtensorMap &tm,
+                    void *y, const void *w, const void *bias, fv_activation act, float alpha);
+#endif
+
+} // namespace fv_k
+#endif
