@@ -15,18 +15,19 @@
  * the next tap 16 bytes on (LBO 16), the next 8 pixels 128 bytes on (SBO
  * 128); A's is 8 output channels x 8 positions (LBO 128, SBO 256).
  *
- * A block is three warpgroups (one block an SM): one thread of the first
+ * A block is four warpgroups (one block an SM): one thread of the first
  * asks for the window of each of the block's segments (SEG output rows x
  * 128 pixels: SEG + R - 1 rows of 144 pixels, three 768-byte boxes a row)
- * into three buffers, in order, on full / empty mbarriers; the two others
- * take alternate segments, each step of OR rows RIN x KS MMAs into its own
+ * into three buffers, in order, on full / empty mbarriers; the three others
+ * take turns at segments, each step of OR rows RIN x KS MMAs into its own
  * accumulators, then bias, activation and FP16 through stmatrix .trans into
  * its own staged NHWC tile, then 16-byte stores. While one consumer's sums
- * go out the other's MMAs run, and no accumulator is in flight across a
+ * go out another's MMAs run, and no accumulator is in flight across a
  * loop (two sets alternating in one warpgroup made ptxas serialize the
  * MMAs, C7514; one warpgroup a block measured 1.17x the kept kernels'
  * time, its loads, MMAs and stores adding up: docs/bench/RESULTS.md,
- * session 51). Results: FP32 sums of the same products as the other direct
+ * session 51; three consumers measured 0.94x two's time at 1920x1080x8->32
+ * 5x5 in the standalone harness, level at K 8: session 52). Results: FP32 sums of the same products as the other direct
  * kernels in the tensor cores' order (checked against the CPU). */
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -43,7 +44,7 @@ constexpr int NP = 128;   /* pixels a segment */
 constexpr int WC = 144;   /* window pixels a row: NP + taps, three boxes */
 constexpr int PIECE = 48; /* pixels a TMA box: 768 bytes */
 constexpr int NBUF = 3;   /* window buffers */
-constexpr int CONS = 2;   /* consumer warpgroups */
+constexpr int CONS = 3;   /* consumer warpgroups (128 registers, no spills) */
 constexpr int THREADS = 128 * (1 + CONS);
 
 /* The geometry of kernel <NF (K / 8), R, SEG>. */
@@ -162,7 +163,7 @@ __device__ __forceinline__ void produce(const px_args &a, const CUtensorMap *tm,
     }
 }
 
-/* Consumer c (0 or 1): segments c, c + 2, ... of the block. */
+/* Consumer c (0 .. CONS - 1): segments c, c + CONS, ... of the block. */
 template <int NF, int R, int SEG, int ACT>
 __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned char *win,
                                         const unsigned char *seq, unsigned char *stg,
