@@ -8,9 +8,10 @@
 // SBO 128), wait<0>, stmatrix.trans to its own staged tile, 16-byte stores. The two
 // consumers overlap one's epilogue with the other's MMAs; no accumulator is in flight
 // across a loop back-edge (ptxas C7514 in session 51's two-set form).
-// Session 51 ran the defaults (-DWS_CONS=2 -DWS_NBUF=3 -DWS_TMA_STORE=0 -DWS_PINGPONG=0):
-// RESULTS.md. The other options (three consumers, four buffers, the staged tile out by TMA
-// stores, consumers taking turns at the MMAs) compile but were not run.
+// Session 51 ran the defaults (-DWS_CONS=2 -DWS_NBUF=3 -DWS_TMA_STORE=0 -DWS_PINGPONG=0);
+// session 52 the options (docs/bench/conv_ws_px_h200.txt): three consumers 0.94x two's time at
+// 1920x1080x8->32 5x5 (kept in the library), level at K 8; four buffers level; turns at the MMAs
+// 0.98x at K 32, 1.05x at K 8 with 16-row segments; TMA stores 1.20x at K 32 (all dropped).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_fp16.h>
