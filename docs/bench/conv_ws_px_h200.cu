@@ -45,6 +45,11 @@
 #ifndef WS_TMA_STORE /* 1: the staged tile goes out by TMA stores (dense, unpadded staging) */
 #define WS_TMA_STORE 0
 #endif
+#ifndef WS_PACK /* 1: a step's taps (input row, column) in pairs across rows: ceil(RINS R / 2)
+                   MMAs instead of RINS x KS (5x5: 15 for 18; 3x3 K 8: 15 for 20), A a matrix
+                   a pair (the second tap of a pair across a row edge: B's LBO (WC - R + 1) x 16) */
+#define WS_PACK 0
+#endif
 constexpr int NP = 128, WC = 144, PIECE = 48, NBUF = WS_NBUF, CONS = WS_CONS,
               THREADS = 128 * (1 + CONS);
 /* turns are strict only between two consumers: with three, one that stops waiting (its
@@ -56,7 +61,9 @@ template <int NF, int R, int SEG> struct G {
     static constexpr int OR = 8 / NF, KS = (R * 8 + 15) / 16, RINS = OR + R - 1, RIN = SEG + R - 1,
                          L = 2 * OR + R - 2, C0 = OR + R - 2,
                          PITCH = 16 * NF + (NF > 1 && !WS_TMA_STORE ? 16 : 0), STEPS = SEG / OR;
-    static constexpr unsigned WINB = RIN * WC * 16, SEQB = KS * L * NF * 256,
+    static constexpr int NPAIR = (RINS * R + 1) / 2;
+    static constexpr unsigned WINB = RIN * WC * 16,
+                              SEQB = WS_PACK ? NPAIR * 2048u : KS * L * NF * 256,
                               STGB = OR * NP * PITCH;
     static constexpr size_t SMEM = NBUF * (size_t)WINB + SEQB + CONS * (size_t)STGB + 256;
 };
@@ -153,12 +160,26 @@ __global__ void __launch_bounds__(THREADS, 1)
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __half *sq = reinterpret_cast<__half *>(seq);
+#if WS_PACK
+    /* pair j: 64 rows m (output row m / 8NF, channel m % 8NF) x 16 (tap 2j + kk / 8 of the step's
+     * flattened (input row, column), channel kk % 8); core matrices 8 x 16 bytes, LBO 128, SBO 256 */
+    for (int e = threadIdx.x; e < g::NPAIR * 1024; e += THREADS) {
+        const int j = e >> 10, f = e & 1023, el = f & 7, row = (f >> 3) & 7, kh = (f >> 6) & 1,
+                  mg = f >> 7;
+        const int m = mg * 8 + row, b = m / (8 * NF), k = m % (8 * NF), t = 2 * j + kh;
+        const int iy = t / R, x = t % R, r = iy - b;
+        sq[e] = t < g::RINS * R && r >= 0 && r < R
+                    ? a.w[((r * NF + k / 8) * a.kr + x * 8 + el) * 8 + k % 8]
+                    : __float2half(0.0f);
+    }
+#else
     for (int e = threadIdx.x; e < g::KS * g::L * NF * 128; e += THREADS) {
         const int el = e & 7, ch = (e >> 3) & 7, jj = (e >> 6) & 1, rest = e >> 7;
         const int gg = rest % NF, sx = rest / NF, x = sx % g::L, s = sx / g::L, r = g::C0 - x;
         sq[e] = r >= 0 && r < R ? a.w[((r * NF + gg) * a.kr + s * 16 + jj * 8 + el) * 8 + ch]
                                 : __float2half(0.0f);
     }
+#endif
     if (threadIdx.x < NF * 8) sbias[threadIdx.x] = a.bias[threadIdx.x];
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
@@ -212,6 +233,24 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
 #endif
             asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#if WS_PACK
+            {
+                const uint64_t dp = desc(seq, 128, 256),
+                               dw = desc(win + b * g::WINB + st * g::OR * WC * 16, 0, 128);
+#pragma unroll
+                for (int j = 0; j < g::NPAIR; j++) {
+                    const int t0 = 2 * j, t1 = 2 * j + 1 < g::RINS * R ? 2 * j + 1 : 2 * j;
+                    const int o0 = (t0 / R) * WC + t0 % R, o1 = (t1 / R) * WC + t1 % R;
+                    const int lbo = o1 > o0 ? o1 - o0 : 1; /* 16-byte units */
+                    const uint64_t ea = dp + (uint64_t)(j * 128);
+                    const uint64_t eb = dw + (uint64_t)o0 + ((uint64_t)lbo << 16);
+                    if (j == 0)
+                        mma128<0>(d, ea, eb);
+                    else
+                        mma128<1>(d, ea, eb);
+                }
+            }
+#else
 #pragma unroll
             for (int iy = 0; iy < g::RINS; iy++)
 #pragma unroll
@@ -223,6 +262,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                     else
                         mma128<1>(d, ea, eb);
                 }
+#endif
             asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 #if WS_PINGPONG == 1
             if (tid == 0) bar_arrive(&turn[(c + 1) % CONS]);
@@ -427,10 +467,10 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
     std::sort(ts.begin(), ts.end());
     const double med = ts[ts.size() / 2];
     const double bytes = (double)nx * 2 + (double)ny * 2, floor_ms = bytes / 4.0e12 * 1e3;
-    printf("ws[c%d b%d s%d p%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu values, %zu "
+    printf("ws[c%d b%d s%d p%d k%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu values, %zu "
            "unwritten), median "
            "%.4f ms (min %.4f), DRAM floor at 4.0 TB/s %.4f ms: %.2fx, %zu B shared, grid %d\n",
-           CONS, NBUF, WS_TMA_STORE, WS_PINGPONG, N, H, Wd, K, R, R, SEG,
+           CONS, NBUF, WS_TMA_STORE, WS_PINGPONG, WS_PACK, N, H, Wd, K, R, R, SEG,
            rel < 2e-3 && !unwritten ? "OK" : "WRONG", rel, checked, unwritten, med, ts[0], floor_ms,
            med / floor_ms, g::SMEM, grid);
     CK(cudaFree(flush));
