@@ -1,7 +1,8 @@
 // Standalone measurement harness (session 52; not part of the library): the warp-specialized
 // pixels-along-N wgmma conv of conv_ws_px_h200.cu for 32 input channels (1024x1024x32->32 3x3,
 // issue 20's worst conv shape). Build on the device:
-//   nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17 -DSEGS=2 -o ws32 conv_ws_px32_h200.cu -lcuda
+//   nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17 -DSEGS=2 -o ws32 conv_ws_px32_h200.cu
+//   -lcuda
 // Options: -DWS32_LOAD=0 (default) one TMA box a window (32 channels x 136 pixels x rows, NHWC,
 // 64-byte swizzle: wgmma reads B as K-major rows of 64 bytes, swizzled, SBO 512; a tap is a start
 // 64 bytes on, the second 16 channels 32 bytes on), -DWS32_LOAD=1 planes of 8 channels by a 5-D

@@ -45,9 +45,10 @@
 #ifndef WS_TMA_STORE /* 1: the staged tile goes out by TMA stores (dense, unpadded staging) */
 #define WS_TMA_STORE 0
 #endif
-#ifndef WS_PACK /* 1: a step's taps (input row, column) in pairs across rows: ceil(RINS R / 2)
-                   MMAs instead of RINS x KS (5x5: 15 for 18; 3x3 K 8: 15 for 20), A a matrix
-                   a pair (the second tap of a pair across a row edge: B's LBO (WC - R + 1) x 16) */
+#ifndef WS_PACK /* 1: a step's taps (input row, column) in pairs across rows: ceil(RINS R / 2)     \
+                   MMAs instead of RINS x KS (5x5: 15 for 18; 3x3 K 8: 15 for 20), A a matrix      \
+                   a pair (the second tap of a pair across a row edge: B's LBO (WC - R + 1) x 16)  \
+                 */
 #define WS_PACK 0
 #endif
 constexpr int NP = 128, WC = 144, PIECE = 48, NBUF = WS_NBUF, CONS = WS_CONS,
@@ -162,7 +163,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     __half *sq = reinterpret_cast<__half *>(seq);
 #if WS_PACK
     /* pair j: 64 rows m (output row m / 8NF, channel m % 8NF) x 16 (tap 2j + kk / 8 of the step's
-     * flattened (input row, column), channel kk % 8); core matrices 8 x 16 bytes, LBO 128, SBO 256 */
+     * flattened (input row, column), channel kk % 8); core matrices 8 x 16 bytes, LBO 128, SBO 256
+     */
     for (int e = threadIdx.x; e < g::NPAIR * 1024; e += THREADS) {
         const int j = e >> 10, f = e & 1023, el = f & 7, row = (f >> 3) & 7, kh = (f >> 6) & 1,
                   mg = f >> 7;

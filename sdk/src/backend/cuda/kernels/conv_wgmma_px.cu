@@ -27,8 +27,9 @@
  * MMAs, C7514; one warpgroup a block measured 1.17x the kept kernels'
  * time, its loads, MMAs and stores adding up: docs/bench/RESULTS.md,
  * session 51; three consumers measured 0.94x two's time at 1920x1080x8->32
- * 5x5 in the standalone harness, level at K 8: session 52). Results: FP32 sums of the same products as the other direct
- * kernels in the tensor cores' order (checked against the CPU). */
+ * 5x5 in the standalone harness, level at K 8: session 52). Results: FP32
+ * sums of the same products as the other direct kernels in the tensor
+ * cores' order (checked against the CPU). */
 #include <cuda_fp16.h>
 #include <stdint.h>
 #include <stdio.h>
