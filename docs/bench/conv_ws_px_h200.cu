@@ -12,6 +12,9 @@
 // session 52 the options (docs/bench/conv_ws_px_h200.txt): three consumers 0.94x two's time at
 // 1920x1080x8->32 5x5 (kept in the library), level at K 8; four buffers level; turns at the MMAs
 // 0.98x at K 32, 1.05x at K 8 with 16-row segments; TMA stores 1.20x at K 32 (all dropped).
+// Added after session 52's runs, compiled, not run: -DWS_PACK=1 (a step's taps in pairs across
+// input rows: 15 MMAs for 18 at 5x5 K 32, 15 for 20 at 3x3 K 8), -DWS_EARLY=1 (the first NBUF
+// windows asked for before the weights are staged).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_fp16.h>
@@ -44,6 +47,10 @@
 #endif
 #ifndef WS_TMA_STORE /* 1: the staged tile goes out by TMA stores (dense, unpadded staging) */
 #define WS_TMA_STORE 0
+#endif
+#ifndef WS_EARLY /* 1: the producer asks for its first NBUF windows before the weights are staged  \
+                  */
+#define WS_EARLY 0
 #endif
 #ifndef WS_PACK /* 1: a step's taps (input row, column) in pairs across rows: ceil(RINS R / 2)     \
                    MMAs instead of RINS x KS (5x5: 15 for 18; 3x3 K 8: 15 for 20), A a matrix      \
@@ -153,12 +160,29 @@ __global__ void __launch_bounds__(THREADS, 1)
     uint64_t *full = reinterpret_cast<uint64_t *>(sbias + 32), *empty = full + NBUF,
              *turn = empty + NBUF;
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
+    /* the window of the block's i-th segment t into buffer i % NBUF (the producer thread) */
+    auto ask = [&](int i, int t) {
+        const int b = i % NBUF;
+        const int sx = t % a.strips, rest = t / a.strips, sy = rest % a.segs_y,
+                  img = rest / a.segs_y;
+        bar_expect(&full[b], g::WINB);
+        const int x0 = (sx * NP - a.pw) * 4, y0 = sy * SEG - a.ph;
+        for (int row = 0; row < g::RIN; row++)
+            for (int pc = 0; pc < 3; pc++)
+                tma3(win + b * g::WINB + (row * WC + pc * PIECE) * 16, &tm, &full[b],
+                     x0 + pc * PIECE * 4, y0 + row, img);
+    };
     if (threadIdx.x == 0) {
         for (int b = 0; b < NBUF; b++)
             bar_init(&full[b]), bar_init(&empty[b]);
         for (int k = 0; k < CONS; k++)
             bar_init(&turn[k]);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#if WS_EARLY
+        /* fresh buffers: no empty barrier to wait for */
+        for (int i = 0, t = blockIdx.x; i < NBUF && t < a.total; i++, t += gridDim.x)
+            ask(i, t);
+#endif
     }
     __half *sq = reinterpret_cast<__half *>(seq);
 #if WS_PACK
@@ -187,17 +211,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     __syncthreads();
     if (wg == 0) { /* the producer: one thread asks for every window of the block, in order */
         if (tid != 0) return;
-        for (int i = 0, t = blockIdx.x; t < a.total; t += gridDim.x, i++) {
-            const int b = i % NBUF;
-            bar_wait(&empty[b], ((unsigned)(i / NBUF) & 1u) ^ 1u);
-            const int sx = t % a.strips, rest = t / a.strips, sy = rest % a.segs_y,
-                      img = rest / a.segs_y;
-            bar_expect(&full[b], g::WINB);
-            const int x0 = (sx * NP - a.pw) * 4, y0 = sy * SEG - a.ph;
-            for (int row = 0; row < g::RIN; row++)
-                for (int pc = 0; pc < 3; pc++)
-                    tma3(win + b * g::WINB + (row * WC + pc * PIECE) * 16, &tm, &full[b],
-                         x0 + pc * PIECE * 4, y0 + row, img);
+        for (int i = WS_EARLY ? NBUF : 0, t = blockIdx.x + i * gridDim.x; t < a.total;
+             t += gridDim.x, i++) {
+            bar_wait(&empty[i % NBUF], ((unsigned)(i / NBUF) & 1u) ^ 1u);
+            ask(i, t);
         }
         return;
     }
@@ -469,12 +486,13 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
     std::sort(ts.begin(), ts.end());
     const double med = ts[ts.size() / 2];
     const double bytes = (double)nx * 2 + (double)ny * 2, floor_ms = bytes / 4.0e12 * 1e3;
-    printf("ws[c%d b%d s%d p%d k%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu values, %zu "
-           "unwritten), median "
-           "%.4f ms (min %.4f), DRAM floor at 4.0 TB/s %.4f ms: %.2fx, %zu B shared, grid %d\n",
-           CONS, NBUF, WS_TMA_STORE, WS_PINGPONG, WS_PACK, N, H, Wd, K, R, R, SEG,
-           rel < 2e-3 && !unwritten ? "OK" : "WRONG", rel, checked, unwritten, med, ts[0], floor_ms,
-           med / floor_ms, g::SMEM, grid);
+    printf(
+        "ws[c%d b%d s%d p%d k%d e%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu values, %zu "
+        "unwritten), median "
+        "%.4f ms (min %.4f), DRAM floor at 4.0 TB/s %.4f ms: %.2fx, %zu B shared, grid %d\n",
+        CONS, NBUF, WS_TMA_STORE, WS_PINGPONG, WS_PACK, WS_EARLY, N, H, Wd, K, R, R, SEG,
+        rel < 2e-3 && !unwritten ? "OK" : "WRONG", rel, checked, unwritten, med, ts[0], floor_ms,
+        med / floor_ms, g::SMEM, grid);
     CK(cudaFree(flush));
     CK(cudaFree(dx));
     CK(cudaFree(dy));
