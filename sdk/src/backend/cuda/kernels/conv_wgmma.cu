@@ -369,7 +369,7 @@ extern "C" int fv__conv_wgmma_check(fv__conv_direct_geom *g, int device, size_t 
     if (!shape_ok(g)) {
         snprintf(why, why_n,
                  g->wg == 2 ? "wgmma, pixels along N: 8 channels stored and read, stride 1, 3x3 "
-                              "or 5x5, K 8, 16 or 32, tiles of 64 or 128 pixels"
+                              "or 5x5, K 8, 16 or 32, segments of 8 or 16 rows"
                             : "wgmma: 8 channels stored and read, stride 1, 3x3 or 5x5, K 8, "
                               "16 or 32, 4, 8 or 16 rows, persistent");
         return 0;
