@@ -14,7 +14,8 @@
 // 0.98x at K 32, 1.05x at K 8 with 16-row segments; TMA stores 1.20x at K 32 (all dropped).
 // Added after session 52's runs, compiled, not run: -DWS_PACK=1 (a step's taps in pairs across
 // input rows: 15 MMAs for 18 at 5x5 K 32, 15 for 20 at 3x3 K 8), -DWS_EARLY=1 (the first NBUF
-// windows asked for before the weights are staged).
+// windows asked for before the weights are staged), -DWS_DIAG=1|2|3 (loads only, no loads, no
+// global stores: a part's time by difference; outputs not checked).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_fp16.h>
@@ -51,6 +52,11 @@
 #ifndef WS_EARLY /* 1: the producer asks for its first NBUF windows before the weights are staged  \
                   */
 #define WS_EARLY 0
+#endif
+#ifndef WS_DIAG /* time a part alone (outputs not checked): 1 the loads only (consumers free each  \
+                   window at once), 2 no loads (the producer arrives without a copy: MMAs on       \
+                   stale windows, stores), 3 no global stores (loads, MMAs, staging) */
+#define WS_DIAG 0
 #endif
 #ifndef WS_PACK /* 1: a step's taps (input row, column) in pairs across rows: ceil(RINS R / 2)     \
                    MMAs instead of RINS x KS (5x5: 15 for 18; 3x3 K 8: 15 for 20), A a matrix      \
@@ -163,6 +169,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     /* the window of the block's i-th segment t into buffer i % NBUF (the producer thread) */
     auto ask = [&](int i, int t) {
         const int b = i % NBUF;
+        if (WS_DIAG == 2) {
+            bar_arrive(&full[b]);
+            return;
+        }
         const int sx = t % a.strips, rest = t / a.strips, sy = rest % a.segs_y,
                   img = rest / a.segs_y;
         bar_expect(&full[b], g::WINB);
@@ -239,6 +249,11 @@ __global__ void __launch_bounds__(THREADS, 1)
     for (int i = c, t = blockIdx.x + c * gridDim.x; t < a.total; i += CONS, t += CONS * gridDim.x) {
         const int b = i % NBUF;
         bar_wait(&full[b], (unsigned)(i / NBUF) & 1u);
+        if (WS_DIAG == 1) {
+            named_sync(1 + c); /* every thread past its wait before the window is refilled */
+            if (tid == 0) bar_arrive(&empty[b]);
+            continue;
+        }
         const int sx = t % a.strips, rest = t / a.strips, sy = rest % a.segs_y,
                   img = rest / a.segs_y;
         for (int st = 0; st < g::STEPS; st++) {
@@ -333,7 +348,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #else
             constexpr int CH = g::OR * NP * NF;
 #pragma unroll
-            for (int n = 0; n < CH / 128; n++) {
+            for (int n = 0; n < (WS_DIAG == 3 ? 0 : CH / 128); n++) {
                 const int e = tid + n * 128, cc = e % NF, px = (e / NF) % NP, bb = e / (NF * NP);
                 const int oy = sy * SEG + st * g::OR + bb, ox = sx * NP + px;
                 if (oy < a.p && ox < a.q)
@@ -486,19 +501,22 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
     std::sort(ts.begin(), ts.end());
     const double med = ts[ts.size() / 2];
     const double bytes = (double)nx * 2 + (double)ny * 2, floor_ms = bytes / 4.0e12 * 1e3;
-    printf(
-        "ws[c%d b%d s%d p%d k%d e%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu values, %zu "
-        "unwritten), median "
-        "%.4f ms (min %.4f), DRAM floor at 4.0 TB/s %.4f ms: %.2fx, %zu B shared, grid %d\n",
-        CONS, NBUF, WS_TMA_STORE, WS_PINGPONG, WS_PACK, WS_EARLY, N, H, Wd, K, R, R, SEG,
-        rel < 2e-3 && !unwritten ? "OK" : "WRONG", rel, checked, unwritten, med, ts[0], floor_ms,
-        med / floor_ms, g::SMEM, grid);
+    printf("ws[c%d b%d s%d p%d k%d e%d d%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu "
+           "values, %zu "
+           "unwritten), median "
+           "%.4f ms (min %.4f), DRAM floor at 4.0 TB/s %.4f ms: %.2fx, %zu B shared, grid %d\n",
+           CONS, NBUF, WS_TMA_STORE, WS_PINGPONG, WS_PACK, WS_EARLY, WS_DIAG, N, H, Wd, K, R, R,
+           SEG,
+           WS_DIAG                    ? "diag"
+           : rel < 2e-3 && !unwritten ? "OK"
+                                      : "WRONG",
+           rel, checked, unwritten, med, ts[0], floor_ms, med / floor_ms, g::SMEM, grid);
     CK(cudaFree(flush));
     CK(cudaFree(dx));
     CK(cudaFree(dy));
     CK(cudaFree(dw));
     CK(cudaFree(db));
-    return rel < 2e-3 && !unwritten ? 0 : 1;
+    return WS_DIAG || (rel < 2e-3 && !unwritten) ? 0 : 1;
 }
 
 int main() {
