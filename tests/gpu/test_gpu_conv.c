@@ -613,17 +613,15 @@ static void direct_tma_window_gives_the_same_bytes(void **state) {
 /* Hopper's warpgroup-MMA kernel (engines 804, 808, 816: the rows form,
  * tiles of 4, 8 or 16 output rows x 64 columns; 908, 916: pixels along N,
  * warp-specialized, segments of 8 or 16 output rows x 128 pixels; through
- * profile entries)
- * matches the CPU
- * reference: K 8, 16 and 32 (6 as 8, 28 as 32), C of 8 and fewer (stored
- * as 8), 3x3 and 5x5 with their paddings and none, every activation,
- * partial tiles at the right and bottom edges, frames narrower than a tile
- * and shorter than its rows, batches of 2, and of 200 and 500 small frames
- * (more tiles than blocks: each persistent block walks several, its two
- * window buffers' mbarriers through several phases), dense outputs and
- * channel slices. On SM 9.0 every op
- * takes it (engine "fovea-wgmma-..."); elsewhere the profile's entry is
- * refused and the op takes another engine. */
+ * profile entries) matches the CPU reference: K 8, 16 and 32 (6 as 8, 28
+ * as 32), C of 8 and fewer (stored as 8), 3x3 and 5x5 with their paddings
+ * and none, every activation, partial tiles at the right and bottom edges,
+ * frames narrower than a tile and shorter than its rows, batches of 2, and
+ * of 200 and 500 small frames (more tiles than blocks: each persistent
+ * block walks several, its window buffers' mbarriers through several
+ * phases), dense outputs and channel slices. On SM 9.0 every op takes it
+ * (engine "fovea-wgmma-..."); elsewhere the profile's entry is refused and
+ * the op takes another engine. */
 static void direct_wgmma_matches_cpu_reference(void **state) {
     (void)state;
     fv_context_info ci;
