@@ -1,0 +1,42 @@
+#!/bin/sh
+# Builds and runs the standalone warp-specialized conv harnesses (conv_ws_px_h200.cu,
+# conv_ws_px32_h200.cu) with their options on a Hopper device machine, then Nsight Compute on
+# two of the kernels. Not a test; figures go to RESULTS.md. Usage (repo root, on the device):
+#   sh docs/bench/run_ws_harness.sh OUTDIR
+# Writes OUTDIR/ws.log (every run) and OUTDIR/ncu_*.txt; prints one line a run.
+set -u
+out=${1:?usage: run_ws_harness.sh OUTDIR}
+mkdir -p "$out" /tmp/wsh
+nv="nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17"
+b=docs/bench
+# name:flags, built in parallel
+for v in "l0o0s2:-DWS32_LOAD=0 -DWS32_BASEOFF=0 -DSEGS=2" "l0o1s2:-DWS32_LOAD=0 -DWS32_BASEOFF=1 -DSEGS=2" \
+         "l1o0s2:-DWS32_LOAD=1 -DSEGS=2" "l0o0s4:-DWS32_LOAD=0 -DWS32_BASEOFF=0 -DSEGS=4" \
+         "l0o1s4:-DWS32_LOAD=0 -DWS32_BASEOFF=1 -DSEGS=4"; do
+    n=${v%%:*}; f=${v#*:}
+    $nv $f -o /tmp/wsh/ws32_$n $b/conv_ws_px32_h200.cu -lcuda >/tmp/wsh/ws32_$n.build 2>&1 &
+done
+for v in k0e0d0 k1e0d0 k0e1d0 k0e0d1 k0e0d2 k0e0d3; do
+    k=$(echo $v | cut -c2); e=$(echo $v | cut -c4); d=$(echo $v | cut -c6)
+    $nv -DWS_CONS=3 -DWS_PACK=$k -DWS_EARLY=$e -DWS_DIAG=$d -o /tmp/wsh/ws_$v \
+        $b/conv_ws_px_h200.cu -lcuda >/tmp/wsh/ws_$v.build 2>&1 &
+done
+wait
+for f in /tmp/wsh/*.build; do [ -s "$f" ] && { echo "== $f"; cat "$f"; }; done >>"$out/ws.log"
+for x in ws32_l0o0s2 ws32_l0o1s2 ws32_l1o0s2 ws32_l0o0s4 ws32_l0o1s4 ws_k0e0d0 ws_k1e0d0 \
+         ws_k0e1d0 ws_k0e0d0 ws_k0e0d1 ws_k0e0d2 ws_k0e0d3 ws_k0e1d0; do
+    echo "== $x" >>"$out/ws.log"
+    if [ -x /tmp/wsh/$x ]; then timeout 60 /tmp/wsh/$x >>"$out/ws.log" 2>&1 || echo "$x: exit $?" >>"$out/ws.log"
+    else echo "$x: not built" >>"$out/ws.log"; fi
+done
+if command -v ncu >/dev/null && [ -x /tmp/wsh/ws_k0e0d0 ]; then
+    m=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum,smsp__average_warp_latency_issue_stalled_barrier,smsp__average_warp_latency_issue_stalled_long_scoreboard,smsp__average_warp_latency_issue_stalled_wait,smsp__warps_issue_stalled_sleeping_per_warp_active.pct,sm__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
+    for k in "4, .int.5, .int.8" "1, .int.3, .int.16"; do
+        tag=$(echo "$k" | tr -dc 0-9)
+        timeout 120 ncu --clock-control none --kernel-name-base demangled -k "regex:ws_kernel<.int.$k>" \
+            -s 2 -c 1 --metrics $m /tmp/wsh/ws_k0e0d0 >"$out/ncu_$tag.txt" 2>&1
+        timeout 120 ncu --clock-control none --kernel-name-base demangled -k "regex:ws_kernel<.int.$k>" \
+            -s 2 -c 1 --section WarpStateStats --section SpeedOfLight /tmp/wsh/ws_k0e0d0 >"$out/ncu_${tag}_sec.txt" 2>&1
+    done
+fi
+grep -E "^==|OK|WRONG|diag|skipped|exit|not built|error" "$out/ws.log" | cut -c1-220
