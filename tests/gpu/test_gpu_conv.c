@@ -612,10 +612,11 @@ static void direct_tma_window_gives_the_same_bytes(void **state) {
 
 /* Hopper's warpgroup-MMA kernel (engines 804, 808, 816: the rows form,
  * tiles of 4, 8 or 16 output rows x 64 columns; 908, 916: pixels along N,
- * warp-specialized, segments of 8 or 16 output rows x 128 pixels; through
- * profile entries) matches the CPU reference: K 8, 16 and 32 (6 as 8, 28
- * as 32), C of 8 and fewer (stored as 8), 3x3 and 5x5 with their paddings
- * and none, every activation, partial tiles at the right and bottom edges,
+ * warp-specialized, segments of 8 or 16 output rows x 128 pixels; 902: the
+ * same for 32 input channels, segments of 2 rows; through profile entries)
+ * matches the CPU reference: K 8, 16 and 32 (6 as 8, 28 as 32), C of 8 and
+ * fewer (stored as 8) and 32 (902), 3x3 and 5x5 with their paddings and
+ * none, every activation, partial tiles at the right and bottom edges,
  * frames narrower than a tile and shorter than its rows, batches of 2, and
  * of 200 and 500 small frames (more tiles than blocks: each persistent
  * block walks several, its window buffers' mbarriers through several
@@ -644,25 +645,37 @@ static void direct_wgmma_matches_cpu_reference(void **state) {
         {200, 6, 320, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, D},
         {500, 4, 64, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_IDENTITY, 0, 1, D},
     };
-    const size_t nc = sizeof cases / sizeof cases[0];
+    /* 32 channels (engine 902): partial strips and segments, no padding,
+     * 300 frames of two segments (the four buffers' phases cycle) */
+    const conv_case cases32[] = {
+        {2, 45, 300, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {1, 21, 140, 32, 28, 3, 3, 1, 0, 1, 1, FV_ACT_SIGMOID, 0, 1, D},
+        {300, 3, 64, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_IDENTITY, 0, 0, D},
+        {1, 8, 129, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, D},
+    };
+    const size_t nc8 = sizeof cases / sizeof cases[0], nc32 = sizeof cases32 / sizeof cases32[0];
     for (int slice = 0; slice < 2; slice++) { /* the profile's entries */
         g_slice = slice;
-        for (size_t i = 0; i < nc; i++)
-            if (!slice || cases[i].k % 8 == 0) /* a slice's K: a multiple of 8 */
-                assert_true(run_case(&cases[i], 0) <= 2e-3);
+        for (size_t i = 0; i < nc8 + nc32; i++) {
+            const conv_case *cc = i < nc8 ? &cases[i] : &cases32[i - nc8];
+            if (!slice || cc->k % 8 == 0) /* a slice's K: a multiple of 8 */
+                assert_true(run_case(cc, 0) <= 2e-3);
+        }
     }
     g_slice = 0;
     char *text = NULL, *edited = NULL;
     save_profile_text(path, &text, &edited);
-    const char *variants[] = {"808", "816", "804", "916", "908"};
-    for (int v = 0; v < 5; v++) {
+    const char *variants[] = {"808", "816", "804", "916", "908", "902"};
+    for (int v = 0; v < 6; v++) {
         set_direct_engines(text, edited, variants[v]);
         write_text(path, edited);
         fv_context *saved = push_profile_context(path);
+        const int c32 = strcmp(variants[v], "902") == 0;
+        const size_t nc = c32 ? nc32 : nc8;
         for (int slice = 0; slice < 2; slice++) {
             g_slice = slice;
             for (size_t i = 0; i < nc; i++) {
-                conv_case cc = cases[i];
+                conv_case cc = c32 ? cases32[i] : cases[i];
                 if (slice && cc.k % 8) continue;
                 cc.flags = 0; /* the profile decides */
                 const double err = run_case(&cc, 0);

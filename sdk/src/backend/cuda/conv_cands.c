@@ -273,11 +273,12 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
         offered++;
         if (first_only) break;
     }
-    /* the warpgroup-MMA kernel (SM 9.0 builds and devices; 8 channels,
-     * stride 1, 3x3 or 5x5, K <= 32): pixels along N, segments of 16 and 8
-     * rows; the rows form, 8 rows, 16, 4 */
-    static const int wgv[] = {916, 908, 808, 816, 804};
-    for (int i = 0; i < 5 && *n < max && !(first_only && offered); i++) {
+    /* the warpgroup-MMA kernel (SM 9.0 builds and devices; stride 1, K <=
+     * 32): pixels along N, 8 channels (3x3 or 5x5), segments of 16 and 8
+     * rows, or 32 channels (3x3), segments of 2; the rows form (8 channels),
+     * 8 rows, 16, 4 */
+    static const int wgv[] = {916, 908, 902, 808, 816, 804};
+    for (int i = 0; i < 6 && *n < max && !(first_only && offered); i++) {
         char why2[160];
         if (!direct_candidate(op, f, wgv[i], &out[*n], why2, sizeof why2)) continue;
         (*n)++;

@@ -314,6 +314,11 @@ bool shape_ok(const fv__conv_direct_geom *g) {
            g->h >= 1 && g->w >= 1 && (g->ys == 0 || (g->ys >= g->kp && g->ys % 8 == 0));
 }
 
+/* The reduction a filter row: its taps x the channels read, to 16. */
+int kr_of(const fv__conv_direct_geom *g) {
+    return (g->s * g->cm + 15) / 16 * 16;
+}
+
 size_t smem_of(const fv__conv_direct_geom *g) {
     return g->wg == 2 ? fv_k::px_smem(g) : smem_bytes(g->kp / 8, g->r, g->th);
 }
@@ -368,13 +373,14 @@ extern "C" int fv__conv_wgmma_check(fv__conv_direct_geom *g, int device, size_t 
     *smem = 0;
     if (!shape_ok(g)) {
         snprintf(why, why_n,
-                 g->wg == 2 ? "wgmma, pixels along N: 8 channels stored and read, stride 1, 3x3 "
-                              "or 5x5, K 8, 16 or 32, segments of 8 or 16 rows"
+                 g->wg == 2 ? "wgmma, pixels along N: stride 1; 8 channels stored and read, 3x3 "
+                              "or 5x5, K 8, 16 or 32, segments of 8 or 16 rows; or 32 channels "
+                              "stored and read, 3x3, K 32, segments of 2 rows"
                             : "wgmma: 8 channels stored and read, stride 1, 3x3 or 5x5, K 8, "
                               "16 or 32, 4, 8 or 16 rows, persistent");
         return 0;
     }
-    g->kr = ksteps(g->r) * 16;
+    g->kr = kr_of(g);
     if (!runs_here(device, g, why, why_n)) return 0;
     int optin = 0;
     if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
@@ -419,18 +425,18 @@ extern "C" fv_status fv__conv_wgmma_prepare(fv__conv_direct_geom *g) {
 extern "C" fv_status fv__conv_wgmma_run(cudaStream_t stream, const fv__conv_direct_geom *g,
                                         const void *x, void *y, const void *w, const void *bias,
                                         fv_activation act, float alpha) {
-    FV_REQUIRE(shape_ok(g) && g->grid > 0 && g->kr == ksteps(g->r) * 16 && x && y && w &&
+    FV_REQUIRE(shape_ok(g) && g->grid > 0 && g->kr == kr_of(g) && x && y && w &&
                    ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 4) == 0,
                FV_ERR_INTERNAL, "direct conv (wgmma): bad arguments or not prepared");
 #if FV_TMA
+    if (g->wg == 2) return fv_k::px_launch(stream, g, x, y, w, bias, act, alpha);
     PFN_cuTensorMapEncodeTiled_v12000 encode = fv_k::tensor_map_encoder();
     FV_REQUIRE(encode, FV_ERR_INTERNAL, "direct conv (wgmma): no cuTensorMapEncodeTiled");
     /* the input as 32-bit words: (a row's pixels x 4 words, H, N); boxes of
-     * `piece` pixels of one row */
-    const int piece = g->wg == 2 ? fv_k::px_piece(g) : PIECE;
+     * PIECE pixels of one row */
     const cuuint64_t dims[3] = {(cuuint64_t)g->w * 4, (cuuint64_t)g->h, (cuuint64_t)g->n};
     const cuuint64_t strides[2] = {(cuuint64_t)g->w * 16, (cuuint64_t)g->h * g->w * 16};
-    const cuuint32_t box[3] = {(cuuint32_t)piece * 4, 1, 1}, unit[3] = {1, 1, 1};
+    const cuuint32_t box[3] = {(cuuint32_t)PIECE * 4, 1, 1}, unit[3] = {1, 1, 1};
     CUtensorMap tm;
     const CUresult r =
         encode(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, const_cast<void *>(x), dims, strides, box,
@@ -439,7 +445,6 @@ extern "C" fv_status fv__conv_wgmma_run(cudaStream_t stream, const fv__conv_dire
     FV_REQUIRE(r == CUDA_SUCCESS, FV_ERR_INTERNAL,
                "direct conv (wgmma): cuTensorMapEncodeTiled failed (%d) for %dx%dx8 x %d", (int)r,
                g->h, g->w, g->n);
-    if (g->wg == 2) return fv_k::px_launch(stream, g, tm, y, w, bias, act, alpha);
     wg_args a;
     a.y = static_cast<__half *>(y);
     a.w = static_cast<const __half *>(w);

@@ -42,24 +42,27 @@
 namespace {
 
 constexpr int NP = 128;   /* pixels a segment */
-constexpr int WC = 144;   /* window pixels a row: NP + taps, three boxes */
-constexpr int PIECE = 48; /* pixels a TMA box: 768 bytes */
-constexpr int NBUF = 3;   /* window buffers */
+constexpr int PIECE = 48; /* pixels a TMA box of 8 channels: 768 bytes */
 constexpr int CONS = 3;   /* consumer warpgroups (128 registers, no spills) */
 constexpr int THREADS = 128 * (1 + CONS);
 
-/* The geometry of kernel <NF (K / 8), R, SEG>. */
-template <int NF, int R, int SEG> struct geo {
+/* The geometry of kernel <NF (K / 8), R, SEG, CG (input channels / 8)>.
+ * The window: a row's CG planes of WC pixels x 8 channels (16 bytes a
+ * pixel), so that 8 pixels of a plane are a core matrix. */
+template <int NF, int R, int SEG, int CG> struct geo {
     static constexpr int OR = 8 / NF,        /* output rows a step */
-        KS = (R * 8 + 15) / 16,              /* 16-wide steps a filter row */
+        KS = (R * 8 * CG + 15) / 16,         /* 16-wide steps a filter row */
         RIN = SEG + R - 1,                   /* input rows a segment */
         L = 2 * OR + R - 2,                  /* positions of the weight sequence */
-        PITCH = 16 * NF + (NF > 1 ? 16 : 0); /* bytes a staged pixel: no bank conflicts */
-    static constexpr unsigned WINB = RIN * WC * 16, SEQB = KS * L * NF * 256,
-                              STGB = OR * NP * PITCH;
+        PITCH = 16 * NF + (NF > 1 ? 16 : 0), /* bytes a staged pixel: no bank conflicts */
+        WC = CG == 1 ? 3 * PIECE : 136,      /* window pixels a row: NP + taps */
+        NBUF = CG == 1 ? 3 : 4;              /* window buffers */
+    static constexpr unsigned ROWU = CG * WC, /* a window row in 16-byte units */
+        WINB = RIN * ROWU * 16, SEQB = KS * L * NF * 256, STGB = OR * NP * PITCH;
     /* windows, the sequence, a staged tile a consumer, the bias (128
      * bytes), the mbarriers (128) */
     static constexpr size_t SMEM = NBUF * (size_t)WINB + SEQB + CONS * (size_t)STGB + 256;
+    static_assert(WINB % 128 == 0 && 2 * NBUF * 8 <= 128, "window buffers, mbarriers");
 };
 
 struct px_args {
@@ -145,32 +148,50 @@ template <int SEG> __device__ __forceinline__ int3 seg_at(const px_args &a, int 
     return make_int3(rest / a.segs_y, sy * SEG, sx * NP);
 }
 
-/* The producer (one thread): every window of the block's segments, in order. */
-template <int NF, int R, int SEG>
+/* The box of the 5-D map tm at (c0 .. c4) into dst, completing on bar. */
+__device__ __forceinline__ void tma_load_5d(void *dst, const CUtensorMap *tm,
+                                            unsigned long long *bar, int c0, int c1, int c2,
+                                            int c3, int c4) {
+    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(smem_u32(dst)),
+                 "l"(reinterpret_cast<unsigned long long>(tm)), "r"(c0), "r"(c1), "r"(c2),
+                 "r"(c3), "r"(c4), "r"(smem_u32(bar))
+                 : "memory");
+}
+
+/* The producer (one thread): every window of the block's segments, in
+ * order. 8 channels: three boxes of PIECE pixels a row (the map's words);
+ * more: one box a window (8 channels, WC pixels, CG planes, RIN rows). */
+template <int NF, int R, int SEG, int CG>
 __device__ __forceinline__ void produce(const px_args &a, const CUtensorMap *tm, unsigned char *win,
                                         unsigned long long *full, unsigned long long *empty) {
-    using g = geo<NF, R, SEG>;
+    using g = geo<NF, R, SEG, CG>;
     for (int i = 0, t = blockIdx.x; t < a.total; t += gridDim.x, i++) {
-        const int b = i % NBUF;
+        const int b = i % g::NBUF;
         /* a fresh mbarrier's phase "-1" counts as complete: the first NBUF pass */
-        bar_wait(&empty[b], ((unsigned)(i / NBUF) & 1u) ^ 1u);
+        bar_wait(&empty[b], ((unsigned)(i / g::NBUF) & 1u) ^ 1u);
         const int3 at = seg_at<SEG>(a, t);
         bar_expect(&full[b], g::WINB);
-        const int x0 = (at.z - a.pw) * 4, y0 = at.y - a.ph;
-        for (int row = 0; row < g::RIN; row++)
-            for (int pc = 0; pc < 3; pc++)
-                fv_k::tma_load_3d(win + b * g::WINB + (row * WC + pc * PIECE) * 16, tm, &full[b],
-                                  x0 + pc * PIECE * 4, y0 + row, at.x);
+        const int y0 = at.y - a.ph;
+        if (CG == 1) {
+            const int x0 = (at.z - a.pw) * 4;
+            for (int row = 0; row < g::RIN; row++)
+                for (int pc = 0; pc < 3; pc++)
+                    fv_k::tma_load_3d(win + b * g::WINB + (row * g::WC + pc * PIECE) * 16, tm,
+                                      &full[b], x0 + pc * PIECE * 4, y0 + row, at.x);
+        } else {
+            tma_load_5d(win + b * g::WINB, tm, &full[b], 0, at.z - a.pw, 0, y0, at.x);
+        }
     }
 }
 
 /* Consumer c (0 .. CONS - 1): segments c, c + CONS, ... of the block. */
-template <int NF, int R, int SEG, int ACT>
+template <int NF, int R, int SEG, int CG, int ACT>
 __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned char *win,
                                         const unsigned char *seq, unsigned char *stg,
                                         unsigned long long *full, unsigned long long *empty,
                                         const float *sbias) {
-    using g = geo<NF, R, SEG>;
+    using g = geo<NF, R, SEG, CG>;
     /* input rows a step, steps a segment, the sequence's position of W_0 */
     constexpr int RINS = g::OR + R - 1, STEPS = SEG / g::OR, C0 = g::OR + R - 2;
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
@@ -187,12 +208,15 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
     float d[NP / 2]; /* no initial values: a step's first MMA ignores them */
     for (int i = c, t = blockIdx.x + c * (int)gridDim.x; t < a.total;
          i += CONS, t += CONS * (int)gridDim.x) {
-        const int b = i % NBUF;
-        bar_wait(&full[b], (unsigned)(i / NBUF) & 1u);
+        const int b = i % g::NBUF;
+        bar_wait(&full[b], (unsigned)(i / g::NBUF) & 1u);
         const int3 at = seg_at<SEG>(a, t);
         for (int st = 0; st < STEPS; st++) {
+            /* B's two core matrices along K: the next tap (8 channels) or
+             * the next plane of the same tap */
             uint64_t da = wg_desc(seq, 128, 256),
-                     db = wg_desc(win + b * g::WINB + st * g::OR * WC * 16, 16, 128);
+                     db = wg_desc(win + b * g::WINB + st * g::OR * g::ROWU * 16,
+                                  CG == 1 ? 16 : g::WC * 16, 128);
             /* opaque: each MMA's descriptors derived here, not all held in
              * registers across the loop */
             asm volatile("" : "+l"(da), "+l"(db));
@@ -201,9 +225,12 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
             for (int iy = 0; iy < RINS; iy++)
 #pragma unroll
                 for (int s = 0; s < g::KS; s++) {
-                    /* descriptors count 16-byte units */
+                    /* descriptors count 16-byte units; step s: taps 2s, 2s + 1
+                     * (8 channels), or planes 2 (s % (CG / 2)) and the next of
+                     * tap s / (CG / 2) */
+                    const int so = CG == 1 ? 2 * s : (s % (CG / 2)) * 2 * g::WC + s / (CG / 2);
                     const uint64_t ea = da + (uint64_t)((s * g::L + C0 - iy) * NF * 16);
-                    const uint64_t eb = db + (uint64_t)(iy * WC + 2 * s);
+                    const uint64_t eb = db + (uint64_t)(iy * g::ROWU + so);
                     if (iy == 0 && s == 0)
                         mma_ss<NP, 0>::run(d, ea, eb);
                     else
@@ -242,20 +269,20 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
 #endif
 
 #if FV_TMA
-template <int NF, int R, int SEG>
+template <int NF, int R, int SEG, int CG>
 __global__ void __launch_bounds__(THREADS, 1)
     conv_wgmma_px_kernel(const px_args a, const __grid_constant__ CUtensorMap tm) {
 #if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using g = geo<NF, R, SEG>;
+    using g = geo<NF, R, SEG, CG>;
     constexpr int C0 = g::OR + R - 2; /* the sequence's position of W_0 */
     extern __shared__ __align__(128) unsigned char smem[];
-    unsigned char *win = smem, *seq = smem + NBUF * g::WINB, *stg = seq + g::SEQB;
+    unsigned char *win = smem, *seq = smem + g::NBUF * g::WINB, *stg = seq + g::SEQB;
     float *sbias = reinterpret_cast<float *>(stg + CONS * g::STGB);
     unsigned long long *full = reinterpret_cast<unsigned long long *>(sbias + 32),
-                       *empty = full + NBUF;
+                       *empty = full + g::NBUF;
     const int wg = threadIdx.x >> 7;
     if (threadIdx.x == 0) {
-        for (int b = 0; b < NBUF; b++)
+        for (int b = 0; b < g::NBUF; b++)
             bar_init(&full[b]), bar_init(&empty[b]);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -273,12 +300,12 @@ __global__ void __launch_bounds__(THREADS, 1)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* seen by the MMAs */
     __syncthreads();
     if (wg == 0) {
-        if (threadIdx.x == 0) produce<NF, R, SEG>(a, &tm, win, full, empty);
+        if (threadIdx.x == 0) produce<NF, R, SEG, CG>(a, &tm, win, full, empty);
         return;
     }
     fv_k::with_act(a.act, [&](auto act) {
-        consume<NF, R, SEG, decltype(act)::value>(a, wg - 1, win, seq, stg + (wg - 1) * g::STGB,
-                                                  full, empty, sbias);
+        consume<NF, R, SEG, CG, decltype(act)::value>(a, wg - 1, win, seq,
+                                                      stg + (wg - 1) * g::STGB, full, empty, sbias);
     });
 #endif
 }
@@ -286,12 +313,13 @@ __global__ void __launch_bounds__(THREADS, 1)
 typedef void (*px_kernel_fn)(const px_args, const CUtensorMap);
 
 template <int NF, int R> px_kernel_fn pick_seg(int seg) {
-    return seg == 8 ? conv_wgmma_px_kernel<NF, R, 8> : conv_wgmma_px_kernel<NF, R, 16>;
+    return seg == 8 ? conv_wgmma_px_kernel<NF, R, 8, 1> : conv_wgmma_px_kernel<NF, R, 16, 1>;
 }
 template <int NF> px_kernel_fn pick_r(int r, int seg) {
     return r == 3 ? pick_seg<NF, 3>(seg) : pick_seg<NF, 5>(seg);
 }
 px_kernel_fn pick(const fv__conv_direct_geom *g) {
+    if (g->cs == 32) return conv_wgmma_px_kernel<4, 3, 2, 4>;
     return g->kp == 8    ? pick_r<1>(g->r, g->wn)
            : g->kp == 16 ? pick_r<2>(g->r, g->wn)
                          : pick_r<4>(g->r, g->wn);
@@ -299,8 +327,8 @@ px_kernel_fn pick(const fv__conv_direct_geom *g) {
 #endif
 
 template <int NF> size_t smem_r(int r, int seg) {
-    return r == 3 ? (seg == 8 ? geo<NF, 3, 8>::SMEM : geo<NF, 3, 16>::SMEM)
-                  : (seg == 8 ? geo<NF, 5, 8>::SMEM : geo<NF, 5, 16>::SMEM);
+    return r == 3 ? (seg == 8 ? geo<NF, 3, 8, 1>::SMEM : geo<NF, 3, 16, 1>::SMEM)
+                  : (seg == 8 ? geo<NF, 5, 8, 1>::SMEM : geo<NF, 5, 16, 1>::SMEM);
 }
 
 } // namespace
@@ -308,14 +336,16 @@ template <int NF> size_t smem_r(int r, int seg) {
 namespace fv_k {
 
 bool px_shape_ok(const fv__conv_direct_geom *g) {
-    return g->wg == 2 && (g->wn == 8 || g->wn == 16) && g->cs == 8 && g->cm == 8 && !g->pair &&
-           !g->pc && !g->two && g->sh == 1 && g->sw == 1 && g->r == g->s &&
-           (g->r == 3 || g->r == 5) && (g->kp == 8 || g->kp == 16 || g->kp == 32) &&
-           g->k <= g->kp && g->n >= 1 && g->p >= 1 && g->q >= 1 && g->h >= 1 && g->w >= 1 &&
-           (g->ys == 0 || (g->ys >= g->kp && g->ys % 8 == 0));
+    const bool c8 = g->cs == 8 && g->cm == 8 && (g->wn == 8 || g->wn == 16) &&
+                    (g->r == 3 || g->r == 5) && (g->kp == 8 || g->kp == 16 || g->kp == 32);
+    const bool c32 = g->cs == 32 && g->cm == 32 && g->wn == 2 && g->r == 3 && g->kp == 32;
+    return g->wg == 2 && (c8 || c32) && !g->pair && !g->pc && !g->two && g->sh == 1 &&
+           g->sw == 1 && g->r == g->s && g->k <= g->kp && g->n >= 1 && g->p >= 1 && g->q >= 1 &&
+           g->h >= 1 && g->w >= 1 && (g->ys == 0 || (g->ys >= g->kp && g->ys % 8 == 0));
 }
 
 size_t px_smem(const fv__conv_direct_geom *g) {
+    if (g->cs == 32) return geo<4, 3, 2, 4>::SMEM;
     return g->kp == 8    ? smem_r<1>(g->r, g->wn)
            : g->kp == 16 ? smem_r<2>(g->r, g->wn)
                          : smem_r<4>(g->r, g->wn);
@@ -329,11 +359,6 @@ long px_tiles(const fv__conv_direct_geom *g) {
     return (long)((g->q + NP - 1) / NP) * ((g->p + g->wn - 1) / g->wn) * g->n;
 }
 
-int px_piece(const fv__conv_direct_geom *g) {
-    (void)g;
-    return PIECE;
-}
-
 const void *px_fn(const fv__conv_direct_geom *g) {
 #if FV_TMA
     return reinterpret_cast<const void *>(pick(g));
@@ -344,10 +369,41 @@ const void *px_fn(const fv__conv_direct_geom *g) {
 }
 
 #if FV_TMA
-fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const CUtensorMap &tm,
-                    void *y, const void *w, const void *bias, fv_activation act, float alpha) {
-    FV_REQUIRE(px_shape_ok(g) && g->grid > 0 && y && w && ((uintptr_t)y % 16) == 0, FV_ERR_INTERNAL,
-               "direct conv (wgmma, pixels along N): bad arguments");
+fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x, void *y,
+                    const void *w, const void *bias, fv_activation act, float alpha) {
+    FV_REQUIRE(px_shape_ok(g) && g->grid > 0 && x && y && w && ((uintptr_t)x % 16) == 0 &&
+                   ((uintptr_t)y % 16) == 0,
+               FV_ERR_INTERNAL, "direct conv (wgmma, pixels along N): bad arguments");
+    PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+    FV_REQUIRE(encode, FV_ERR_INTERNAL, "direct conv (wgmma): no cuTensorMapEncodeTiled");
+    /* 8 channels: the input as 32-bit words (a row's pixels x 4 words, H,
+     * N), boxes of PIECE pixels of one row. 32: (8 channels, W, the 4
+     * channel groups, H, N), a box a window, landing as planes of 8
+     * channels */
+    CUtensorMap tm;
+    CUresult r;
+    const cuuint64_t px = (cuuint64_t)g->cs * 2, row = px * g->w, img = row * g->h;
+    if (g->cs == 8) {
+        const cuuint64_t dims[3] = {(cuuint64_t)g->w * 4, (cuuint64_t)g->h, (cuuint64_t)g->n};
+        const cuuint64_t strides[2] = {row, img};
+        const cuuint32_t box[3] = {(cuuint32_t)PIECE * 4, 1, 1}, unit[3] = {1, 1, 1};
+        r = encode(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, const_cast<void *>(x), dims, strides,
+                   box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    } else {
+        using g4 = geo<4, 3, 2, 4>;
+        const cuuint64_t dims[5] = {8, (cuuint64_t)g->w, 4, (cuuint64_t)g->h, (cuuint64_t)g->n};
+        const cuuint64_t strides[4] = {px, 16, row, img};
+        const cuuint32_t box[5] = {8, (cuuint32_t)g4::WC, 4, (cuuint32_t)g4::RIN, 1},
+                         unit[5] = {1, 1, 1, 1, 1};
+        r = encode(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT16, 5, const_cast<void *>(x), dims, strides,
+                   box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    }
+    FV_REQUIRE(r == CUDA_SUCCESS, FV_ERR_INTERNAL,
+               "direct conv (wgmma, pixels along N): cuTensorMapEncodeTiled failed (%d) for "
+               "%dx%dx%d x %d",
+               (int)r, g->h, g->w, g->cs, g->n);
     px_args a;
     a.y = static_cast<__half *>(y);
     a.w = static_cast<const __half *>(w);

@@ -8,9 +8,10 @@
 
 namespace fv_k {
 
-/* g (g->wg 2) is a shape of the form: 8 channels stored and read, stride 1,
- * 3x3 or 5x5, K 8, 16 or 32, segments of g->wn (8 or 16) output rows x 128
- * pixels. */
+/* g (g->wg 2) is a shape of the form, stride 1: 8 channels stored and
+ * read, 3x3 or 5x5, K 8, 16 or 32, segments of g->wn (8 or 16) output rows
+ * x 128 pixels; or 32 channels stored and read, 3x3, K 32, segments of 2
+ * rows. */
 bool px_shape_ok(const fv__conv_direct_geom *g);
 /* A block's shared memory and threads, the segments of the output, the
  * kernel. */
@@ -18,13 +19,12 @@ size_t px_smem(const fv__conv_direct_geom *g);
 int px_threads(void);
 long px_tiles(const fv__conv_direct_geom *g);
 const void *px_fn(const fv__conv_direct_geom *g);
-/* Pixels a TMA box of the window's rows (its map's box: 4 words a pixel). */
-int px_piece(const fv__conv_direct_geom *g);
 
 #if FV_TMA
-/* Launches the kernel of g (prepared: g->grid set) over the window map tm. */
-fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const CUtensorMap &tm,
-                    void *y, const void *w, const void *bias, fv_activation act, float alpha);
+/* Launches the kernel of g (prepared: g->grid set) on input x, with its
+ * tensor map. */
+fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x, void *y,
+                    const void *w, const void *bias, fv_activation act, float alpha);
 #endif
 
 } // namespace fv_k
