@@ -612,8 +612,9 @@ static void direct_tma_window_gives_the_same_bytes(void **state) {
 
 /* Hopper's warpgroup-MMA kernel (engines 804, 808, 816: the rows form,
  * tiles of 4, 8 or 16 output rows x 64 columns; 908, 916: pixels along N,
- * warp-specialized, segments of 8 or 16 output rows x 128 pixels; 902: the
- * same for 32 input channels, segments of 2 rows; through profile entries)
+ * warp-specialized, segments of 8 or 16 output rows x 128 pixels; 958,
+ * 966: the same with taps in pairs across rows, K 32 only; 902: the same
+ * for 32 input channels, segments of 2 rows; through profile entries)
  * matches the CPU reference: K 8, 16 and 32 (6 as 8, 28 as 32), C of 8 and
  * fewer (stored as 8) and 32 (902), 3x3 and 5x5 with their paddings and
  * none, every activation, partial tiles at the right and bottom edges,
@@ -665,18 +666,18 @@ static void direct_wgmma_matches_cpu_reference(void **state) {
     g_slice = 0;
     char *text = NULL, *edited = NULL;
     save_profile_text(path, &text, &edited);
-    const char *variants[] = {"808", "816", "804", "916", "908", "902"};
-    for (int v = 0; v < 6; v++) {
+    const char *variants[] = {"808", "816", "804", "916", "908", "958", "966", "902"};
+    for (int v = 0; v < 8; v++) {
         set_direct_engines(text, edited, variants[v]);
         write_text(path, edited);
         fv_context *saved = push_profile_context(path);
-        const int c32 = strcmp(variants[v], "902") == 0;
+        const int c32 = strcmp(variants[v], "902") == 0, paired = variants[v][1] == '5';
         const size_t nc = c32 ? nc32 : nc8;
         for (int slice = 0; slice < 2; slice++) {
             g_slice = slice;
             for (size_t i = 0; i < nc; i++) {
                 conv_case cc = c32 ? cases32[i] : cases[i];
-                if (slice && cc.k % 8) continue;
+                if ((slice && cc.k % 8) || (paired && (cc.k + 7) / 8 != 4)) continue;
                 cc.flags = 0; /* the profile decides */
                 const double err = run_case(&cc, 0);
                 printf("  %dx%dx%dx%d k%d %dx%d pad %d, engine %s%s: %s, rel err %.2e\n", cc.n,
@@ -685,6 +686,7 @@ static void direct_wgmma_matches_cpu_reference(void **state) {
                 assert_true(err <= 2e-3);
                 const int wg = strncmp(last_info.engine, "fovea-wgmma-", 12) == 0;
                 assert_int_equal(wg, sm90);
+                if (sm90) assert_int_equal(strstr(last_info.engine, "-paired") != NULL, paired);
             }
         }
         g_slice = 0;

@@ -132,11 +132,12 @@ static void legacy_fused_candidates(fv_conv2d *op, const fv__conv_legacy *l, int
  * when persistent, + 200 with two rows a warp (both: + 300), + 400 with
  * packed taps; 800 + th: the warpgroup-MMA kernel's rows form
  * (conv_wgmma.cuh: persistent, th rows of 64 columns); 900 + wn: its
- * pixels-along-N form (segments of wn rows x 128 columns) (the engine
- * number profiles store). */
+ * pixels-along-N form (segments of wn rows x 128 columns), 950 + wn with a
+ * step's taps in pairs (the engine number profiles store). */
 static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form *f, int variant) {
     const fv_conv2d_desc *d = &op->desc;
-    const int wg = variant >= 900 ? 2 : variant >= 800, wn = wg == 2 ? variant % 100 : 0;
+    const int wg = variant >= 900 ? 2 : variant >= 800, wn = wg == 2 ? variant % 50 : 0,
+              wp = variant >= 950;
     variant = wg == 2 ? 100 : wg ? 100 + variant % 100 : variant % 400;
     return (fv__conv_direct_geom){.n = d->n,
                                   .h = d->h,
@@ -160,7 +161,8 @@ static fv__conv_direct_geom direct_geom(const fv_conv2d *op, const fv__conv_form
                                   .two = variant / 100 >= 2,
                                   .pc = f->pc,
                                   .wg = wg,
-                                  .wn = wn};
+                                  .wn = wn,
+                                  .wp = wp};
 }
 
 /* A direct-kernel candidate of form f, variant as in direct_geom; 0 (why
@@ -192,11 +194,12 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, 
     c->choice.cdecl_ = f->cd;
     c->choice.engine = variant;
     if (c->dg.wg == 2) {
-        snprintf(c->engine, sizeof c->engine, "fovea-wgmma-px-%drows", c->dg.wn);
+        snprintf(c->engine, sizeof c->engine, "fovea-wgmma-px-%drows%s", c->dg.wn,
+                 c->dg.wp ? "-paired" : "");
         snprintf(c->how, sizeof c->how,
                  "fovea direct kernel on warpgroup MMA, pixels along N, warp-specialized, "
-                 "%d x 128 segments, window by TMA, %zu B shared",
-                 c->dg.wn, smem);
+                 "%d x 128 segments%s, window by TMA, %zu B shared",
+                 c->dg.wn, c->dg.wp ? ", taps in pairs across rows" : "", smem);
         return 1;
     }
     if (c->dg.wg) {
@@ -275,10 +278,10 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
     }
     /* the warpgroup-MMA kernel (SM 9.0 builds and devices; stride 1, K <=
      * 32): pixels along N, 8 channels (3x3 or 5x5), segments of 16 and 8
-     * rows, or 32 channels (3x3), segments of 2; the rows form (8 channels),
-     * 8 rows, 16, 4 */
-    static const int wgv[] = {916, 908, 902, 808, 816, 804};
-    for (int i = 0; i < 6 && *n < max && !(first_only && offered); i++) {
+     * rows (K 32: also with taps in pairs), or 32 channels (3x3), segments
+     * of 2; the rows form (8 channels), 8 rows, 16, 4 */
+    static const int wgv[] = {916, 908, 902, 958, 966, 808, 816, 804};
+    for (int i = 0; i < 8 && *n < max && !(first_only && offered); i++) {
         char why2[160];
         if (!direct_candidate(op, f, wgv[i], &out[*n], why2, sizeof why2)) continue;
         (*n)++;

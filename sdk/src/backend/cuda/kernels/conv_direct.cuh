@@ -98,7 +98,9 @@ typedef struct fv__conv_direct_geom {
                        builds for SM 9.0 only): 1, the rows form (th 4, 8 or 16 rows
                        of 64 columns); 2, pixels along N, warp-specialized (segments
                        of wn rows x 128 columns); 0: neither */
-    int wn;         /* wg 2: output rows a segment, 8 or 16 */
+    int wn;         /* wg 2: output rows a segment, 8 or 16 (32 channels read: 2) */
+    int wp;         /* wg 2, K 32, 8 channels read: a step's taps in pairs across
+                       input rows (15 MMAs a step instead of 18 at 5x5) */
 } fv__conv_direct_geom;
 
 /* Fills kr and checks that the kernel runs g on device `device`; smem gets

@@ -374,8 +374,9 @@ extern "C" int fv__conv_wgmma_check(fv__conv_direct_geom *g, int device, size_t 
     if (!shape_ok(g)) {
         snprintf(why, why_n,
                  g->wg == 2 ? "wgmma, pixels along N: stride 1; 8 channels stored and read, 3x3 "
-                              "or 5x5, K 8, 16 or 32, segments of 8 or 16 rows; or 32 channels "
-                              "stored and read, 3x3, K 32, segments of 2 rows"
+                              "or 5x5, K 8, 16 or 32 (taps in pairs: K 32), segments of 8 or 16 "
+                              "rows; or 32 channels stored and read, 3x3, K 32, segments of 2 "
+                              "rows"
                             : "wgmma: 8 channels stored and read, stride 1, 3x3 or 5x5, K 8, "
                               "16 or 32, 4, 8 or 16 rows, persistent");
         return 0;

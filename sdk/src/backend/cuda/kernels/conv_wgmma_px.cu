@@ -46,23 +46,28 @@ constexpr int PIECE = 48; /* pixels a TMA box of 8 channels: 768 bytes */
 constexpr int CONS = 3;   /* consumer warpgroups (128 registers, no spills) */
 constexpr int THREADS = 128 * (1 + CONS);
 
-/* The geometry of kernel <NF (K / 8), R, SEG, CG (input channels / 8)>.
- * The window: a row's CG planes of WC pixels x 8 channels (16 bytes a
- * pixel), so that 8 pixels of a plane are a core matrix. */
-template <int NF, int R, int SEG, int CG> struct geo {
-    static constexpr int OR = 8 / NF,        /* output rows a step */
-        KS = (R * 8 * CG + 15) / 16,         /* 16-wide steps a filter row */
-        RIN = SEG + R - 1,                   /* input rows a segment */
-        L = 2 * OR + R - 2,                  /* positions of the weight sequence */
-        PITCH = 16 * NF + (NF > 1 ? 16 : 0), /* bytes a staged pixel: no bank conflicts */
-        WC = CG == 1 ? 3 * PIECE : 136,      /* window pixels a row: NP + taps */
-        NBUF = CG == 1 ? 3 : 4;              /* window buffers */
+/* The geometry of kernel <NF (K / 8), R, SEG, CG (input channels / 8), PK
+ * (taps in pairs across rows)>.
+ * The window: RIN rows of WC pixels x 8 CG channels, NHWC as in global
+ * memory (CG 4: in the 64-byte swizzle, rows of 64 bytes in atoms of 512,
+ * as wgmma reads a K-major operand of 32 channels). */
+template <int NF, int R, int SEG, int CG, int PK = 0> struct geo {
+    static constexpr int OR = 8 / NF,         /* output rows a step */
+        KS = (R * 8 * CG + 15) / 16,          /* 16-wide steps a filter row */
+        RIN = SEG + R - 1,                    /* input rows a segment */
+        L = 2 * OR + R - 2,                   /* positions of the weight sequence */
+        PITCH = 16 * NF + (NF > 1 ? 16 : 0),  /* bytes a staged pixel: no bank conflicts */
+        WC = CG == 1 ? 3 * PIECE : 136,       /* window pixels a row: NP + taps */
+        NBUF = CG == 1 ? 3 : 4,               /* window buffers */
+        NPAIR = ((OR + R - 1) * R + 1) / 2;   /* PK: MMAs a step, a pair of taps each */
     static constexpr unsigned ROWU = CG * WC, /* a window row in 16-byte units */
-        WINB = RIN * ROWU * 16, SEQB = KS * L * NF * 256, STGB = OR * NP * PITCH;
+        WINB = RIN * ROWU * 16, SEQB = PK ? NPAIR * 2048u : KS * L * NF * 256,
+                              STGB = OR * NP * PITCH;
     /* windows, the sequence, a staged tile a consumer, the bias (128
      * bytes), the mbarriers (128) */
     static constexpr size_t SMEM = NBUF * (size_t)WINB + SEQB + CONS * (size_t)STGB + 256;
-    static_assert(WINB % 128 == 0 && 2 * NBUF * 8 <= 128, "window buffers, mbarriers");
+    static_assert(WINB % (CG == 1 ? 128 : 512) == 0 && 2 * NBUF * 8 <= 128,
+                  "window buffers (whole swizzle atoms), mbarriers");
 };
 
 struct px_args {
@@ -148,24 +153,24 @@ template <int SEG> __device__ __forceinline__ int3 seg_at(const px_args &a, int 
     return make_int3(rest / a.segs_y, sy * SEG, sx * NP);
 }
 
-/* The box of the 5-D map tm at (c0 .. c4) into dst, completing on bar. */
-__device__ __forceinline__ void tma_load_5d(void *dst, const CUtensorMap *tm,
+/* The box of the 4-D map tm at (c0 .. c3) into dst, completing on bar. */
+__device__ __forceinline__ void tma_load_4d(void *dst, const CUtensorMap *tm,
                                             unsigned long long *bar, int c0, int c1, int c2,
-                                            int c3, int c4) {
-    asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                 "[%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(smem_u32(dst)),
-                 "l"(reinterpret_cast<unsigned long long>(tm)), "r"(c0), "r"(c1), "r"(c2),
-                 "r"(c3), "r"(c4), "r"(smem_u32(bar))
+                                            int c3) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_u32(dst)),
+                 "l"(reinterpret_cast<unsigned long long>(tm)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                 "r"(smem_u32(bar))
                  : "memory");
 }
 
 /* The producer (one thread): every window of the block's segments, in
  * order. 8 channels: three boxes of PIECE pixels a row (the map's words);
- * more: one box a window (8 channels, WC pixels, CG planes, RIN rows). */
-template <int NF, int R, int SEG, int CG>
+ * 32: one box a window (32 channels, WC pixels, RIN rows, swizzled). */
+template <int NF, int R, int SEG, int CG, int PK>
 __device__ __forceinline__ void produce(const px_args &a, const CUtensorMap *tm, unsigned char *win,
                                         unsigned long long *full, unsigned long long *empty) {
-    using g = geo<NF, R, SEG, CG>;
+    using g = geo<NF, R, SEG, CG, PK>;
     for (int i = 0, t = blockIdx.x; t < a.total; t += gridDim.x, i++) {
         const int b = i % g::NBUF;
         /* a fresh mbarrier's phase "-1" counts as complete: the first NBUF pass */
@@ -180,18 +185,18 @@ __device__ __forceinline__ void produce(const px_args &a, const CUtensorMap *tm,
                     fv_k::tma_load_3d(win + b * g::WINB + (row * g::WC + pc * PIECE) * 16, tm,
                                       &full[b], x0 + pc * PIECE * 4, y0 + row, at.x);
         } else {
-            tma_load_5d(win + b * g::WINB, tm, &full[b], 0, at.z - a.pw, 0, y0, at.x);
+            tma_load_4d(win + b * g::WINB, tm, &full[b], 0, at.z - a.pw, y0, at.x);
         }
     }
 }
 
 /* Consumer c (0 .. CONS - 1): segments c, c + CONS, ... of the block. */
-template <int NF, int R, int SEG, int CG, int ACT>
+template <int NF, int R, int SEG, int CG, int PK, int ACT>
 __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned char *win,
                                         const unsigned char *seq, unsigned char *stg,
                                         unsigned long long *full, unsigned long long *empty,
                                         const float *sbias) {
-    using g = geo<NF, R, SEG, CG>;
+    using g = geo<NF, R, SEG, CG, PK>;
     /* input rows a step, steps a segment, the sequence's position of W_0 */
     constexpr int RINS = g::OR + R - 1, STEPS = SEG / g::OR, C0 = g::OR + R - 2;
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
@@ -212,30 +217,55 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
         bar_wait(&full[b], (unsigned)(i / g::NBUF) & 1u);
         const int3 at = seg_at<SEG>(a, t);
         for (int st = 0; st < STEPS; st++) {
-            /* B's two core matrices along K: the next tap (8 channels) or
-             * the next plane of the same tap */
+            /* B: 8 channels, a core matrix is 8 pixels of one tap, the next
+             * tap 16 bytes on (LBO), the next 8 pixels 128 bytes on (SBO);
+             * 32 channels, 64-byte swizzle: 8 pixels' rows of 64 bytes an
+             * atom, the next 8 pixels 512 bytes on (SBO; LBO unused). The
+             * window buffers are whole atoms from a 1024-byte aligned base,
+             * so a start inside an atom (a tap, the second 16 channels)
+             * needs no base offset (measured: session 53) */
             uint64_t da = wg_desc(seq, 128, 256),
-                     db = wg_desc(win + b * g::WINB + st * g::OR * g::ROWU * 16,
-                                  CG == 1 ? 16 : g::WC * 16, 128);
+                     db = CG == 1
+                              ? wg_desc(win + b * g::WINB + st * g::OR * g::ROWU * 16, PK ? 0 : 16,
+                                        128)
+                              : wg_desc(win + b * g::WINB + st * g::OR * g::ROWU * 16, 16, 512) |
+                                    (2ull << 62);
             /* opaque: each MMA's descriptors derived here, not all held in
              * registers across the loop */
             asm volatile("" : "+l"(da), "+l"(db));
             wg_fence();
+            if (PK) {
+                /* pair j: the step's (input row, column) taps 2j, 2j + 1,
+                 * the second across a row's end by B's LBO; A a matrix a
+                 * pair (64 rows x 16) */
 #pragma unroll
-            for (int iy = 0; iy < RINS; iy++)
-#pragma unroll
-                for (int s = 0; s < g::KS; s++) {
-                    /* descriptors count 16-byte units; step s: taps 2s, 2s + 1
-                     * (8 channels), or planes 2 (s % (CG / 2)) and the next of
-                     * tap s / (CG / 2) */
-                    const int so = CG == 1 ? 2 * s : (s % (CG / 2)) * 2 * g::WC + s / (CG / 2);
-                    const uint64_t ea = da + (uint64_t)((s * g::L + C0 - iy) * NF * 16);
-                    const uint64_t eb = db + (uint64_t)(iy * g::ROWU + so);
-                    if (iy == 0 && s == 0)
+                for (int j = 0; j < g::NPAIR; j++) {
+                    const int t0 = 2 * j, t1 = 2 * j + 1 < RINS * R ? 2 * j + 1 : 2 * j;
+                    const int o0 = (t0 / R) * g::WC + t0 % R, o1 = (t1 / R) * g::WC + t1 % R;
+                    const uint64_t ea = da + (uint64_t)(j * 128);
+                    const uint64_t eb =
+                        db + (uint64_t)o0 + ((uint64_t)(o1 > o0 ? o1 - o0 : 1) << 16);
+                    if (j == 0)
                         mma_ss<NP, 0>::run(d, ea, eb);
                     else
                         mma_ss<NP, 1>::run(d, ea, eb);
                 }
+            } else {
+#pragma unroll
+                for (int iy = 0; iy < RINS; iy++)
+#pragma unroll
+                    for (int s = 0; s < g::KS; s++) {
+                        /* descriptors count 16-byte units; step s: taps 2s, 2s + 1
+                         * (8 channels), or tap s / 2's channels 16 (s % 2) on (32) */
+                        const int so = CG == 1 ? 2 * s : (s / 2) * 4 + (s % 2) * 2;
+                        const uint64_t ea = da + (uint64_t)((s * g::L + C0 - iy) * NF * 16);
+                        const uint64_t eb = db + (uint64_t)(iy * g::ROWU + so);
+                        if (iy == 0 && s == 0)
+                            mma_ss<NP, 0>::run(d, ea, eb);
+                        else
+                            mma_ss<NP, 1>::run(d, ea, eb);
+                    }
+            }
             wg_commit();
             wg_wait<0>();
             wg_pin(d);
@@ -269,13 +299,13 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
 #endif
 
 #if FV_TMA
-template <int NF, int R, int SEG, int CG>
+template <int NF, int R, int SEG, int CG, int PK>
 __global__ void __launch_bounds__(THREADS, 1)
     conv_wgmma_px_kernel(const px_args a, const __grid_constant__ CUtensorMap tm) {
 #if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using g = geo<NF, R, SEG, CG>;
-    constexpr int C0 = g::OR + R - 2; /* the sequence's position of W_0 */
-    extern __shared__ __align__(128) unsigned char smem[];
+    using g = geo<NF, R, SEG, CG, PK>;
+    constexpr int C0 = g::OR + R - 2;                       /* the sequence's position of W_0 */
+    extern __shared__ __align__(1024) unsigned char smem[]; /* whole swizzle atoms */
     unsigned char *win = smem, *seq = smem + g::NBUF * g::WINB, *stg = seq + g::SEQB;
     float *sbias = reinterpret_cast<float *>(stg + CONS * g::STGB);
     unsigned long long *full = reinterpret_cast<unsigned long long *>(sbias + 32),
@@ -290,7 +320,19 @@ __global__ void __launch_bounds__(THREADS, 1)
      * (8 channels x 8 positions, two positions' halves of the step); x = C0
      * - r holds filter row r, the rest zeros */
     __half *sq = reinterpret_cast<__half *>(seq);
-    for (int e = threadIdx.x; e < g::KS * g::L * NF * 128; e += THREADS) {
+    /* PK: pair j's matrix, 64 rows m (output row m / 8NF of the step,
+     * channel m % 8NF) x 16 (tap 2j + kk / 8 of the step's (input row,
+     * column) taps, channel kk % 8), core matrices 8 x 16 bytes (LBO 128,
+     * SBO 256); zero where the tap's filter row is outside 0..R-1 */
+    for (int e = threadIdx.x; PK && e < g::NPAIR * 1024; e += THREADS) {
+        const int j = e >> 10, f = e & 1023, el = f & 7, row = (f >> 3) & 7, kh = (f >> 6) & 1,
+                  m = (f >> 7) * 8 + row, ob = m / (8 * NF), k = m % (8 * NF), t = 2 * j + kh;
+        const int iy = t / R, x = t % R, r = iy - ob;
+        sq[e] = t < (g::OR + R - 1) * R && r >= 0 && r < R
+                    ? a.w[((r * NF + k / 8) * a.kr + x * 8 + el) * 8 + k % 8]
+                    : __float2half(0.0f);
+    }
+    for (int e = threadIdx.x; !PK && e < g::KS * g::L * NF * 128; e += THREADS) {
         const int el = e & 7, ch = (e >> 3) & 7, jj = (e >> 6) & 1, rest = e >> 7;
         const int gg = rest % NF, sx = rest / NF, x = sx % g::L, s = sx / g::L, r = C0 - x;
         sq[e] = r >= 0 && r < R ? a.w[((r * NF + gg) * a.kr + s * 16 + jj * 8 + el) * 8 + ch]
@@ -300,35 +342,37 @@ __global__ void __launch_bounds__(THREADS, 1)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* seen by the MMAs */
     __syncthreads();
     if (wg == 0) {
-        if (threadIdx.x == 0) produce<NF, R, SEG, CG>(a, &tm, win, full, empty);
+        if (threadIdx.x == 0) produce<NF, R, SEG, CG, PK>(a, &tm, win, full, empty);
         return;
     }
     fv_k::with_act(a.act, [&](auto act) {
-        consume<NF, R, SEG, CG, decltype(act)::value>(a, wg - 1, win, seq,
-                                                      stg + (wg - 1) * g::STGB, full, empty, sbias);
+        consume<NF, R, SEG, CG, PK, decltype(act)::value>(
+            a, wg - 1, win, seq, stg + (wg - 1) * g::STGB, full, empty, sbias);
     });
 #endif
 }
 
 typedef void (*px_kernel_fn)(const px_args, const CUtensorMap);
 
-template <int NF, int R> px_kernel_fn pick_seg(int seg) {
-    return seg == 8 ? conv_wgmma_px_kernel<NF, R, 8, 1> : conv_wgmma_px_kernel<NF, R, 16, 1>;
+template <int NF, int R, int PK> px_kernel_fn pick_seg(int seg) {
+    return seg == 8 ? conv_wgmma_px_kernel<NF, R, 8, 1, PK>
+                    : conv_wgmma_px_kernel<NF, R, 16, 1, PK>;
 }
-template <int NF> px_kernel_fn pick_r(int r, int seg) {
-    return r == 3 ? pick_seg<NF, 3>(seg) : pick_seg<NF, 5>(seg);
+template <int NF, int PK> px_kernel_fn pick_r(int r, int seg) {
+    return r == 3 ? pick_seg<NF, 3, PK>(seg) : pick_seg<NF, 5, PK>(seg);
 }
 px_kernel_fn pick(const fv__conv_direct_geom *g) {
-    if (g->cs == 32) return conv_wgmma_px_kernel<4, 3, 2, 4>;
-    return g->kp == 8    ? pick_r<1>(g->r, g->wn)
-           : g->kp == 16 ? pick_r<2>(g->r, g->wn)
-                         : pick_r<4>(g->r, g->wn);
+    if (g->cs == 32) return conv_wgmma_px_kernel<4, 3, 2, 4, 0>;
+    if (g->wp) return pick_r<4, 1>(g->r, g->wn); /* taps in pairs: K 32 only */
+    return g->kp == 8    ? pick_r<1, 0>(g->r, g->wn)
+           : g->kp == 16 ? pick_r<2, 0>(g->r, g->wn)
+                         : pick_r<4, 0>(g->r, g->wn);
 }
 #endif
 
-template <int NF> size_t smem_r(int r, int seg) {
-    return r == 3 ? (seg == 8 ? geo<NF, 3, 8, 1>::SMEM : geo<NF, 3, 16, 1>::SMEM)
-                  : (seg == 8 ? geo<NF, 5, 8, 1>::SMEM : geo<NF, 5, 16, 1>::SMEM);
+template <int NF, int PK> size_t smem_r(int r, int seg) {
+    return r == 3 ? (seg == 8 ? geo<NF, 3, 8, 1, PK>::SMEM : geo<NF, 3, 16, 1, PK>::SMEM)
+                  : (seg == 8 ? geo<NF, 5, 8, 1, PK>::SMEM : geo<NF, 5, 16, 1, PK>::SMEM);
 }
 
 } // namespace
@@ -339,16 +383,18 @@ bool px_shape_ok(const fv__conv_direct_geom *g) {
     const bool c8 = g->cs == 8 && g->cm == 8 && (g->wn == 8 || g->wn == 16) &&
                     (g->r == 3 || g->r == 5) && (g->kp == 8 || g->kp == 16 || g->kp == 32);
     const bool c32 = g->cs == 32 && g->cm == 32 && g->wn == 2 && g->r == 3 && g->kp == 32;
-    return g->wg == 2 && (c8 || c32) && !g->pair && !g->pc && !g->two && g->sh == 1 &&
-           g->sw == 1 && g->r == g->s && g->k <= g->kp && g->n >= 1 && g->p >= 1 && g->q >= 1 &&
-           g->h >= 1 && g->w >= 1 && (g->ys == 0 || (g->ys >= g->kp && g->ys % 8 == 0));
+    return g->wg == 2 && (c8 || c32) && (!g->wp || (c8 && g->kp == 32)) && !g->pair && !g->pc &&
+           !g->two && g->sh == 1 && g->sw == 1 && g->r == g->s && g->k <= g->kp && g->n >= 1 &&
+           g->p >= 1 && g->q >= 1 && g->h >= 1 && g->w >= 1 &&
+           (g->ys == 0 || (g->ys >= g->kp && g->ys % 8 == 0));
 }
 
 size_t px_smem(const fv__conv_direct_geom *g) {
     if (g->cs == 32) return geo<4, 3, 2, 4>::SMEM;
-    return g->kp == 8    ? smem_r<1>(g->r, g->wn)
-           : g->kp == 16 ? smem_r<2>(g->r, g->wn)
-                         : smem_r<4>(g->r, g->wn);
+    if (g->wp) return smem_r<4, 1>(g->r, g->wn);
+    return g->kp == 8    ? smem_r<1, 0>(g->r, g->wn)
+           : g->kp == 16 ? smem_r<2, 0>(g->r, g->wn)
+                         : smem_r<4, 0>(g->r, g->wn);
 }
 
 int px_threads(void) {
@@ -377,9 +423,10 @@ fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const vo
     PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
     FV_REQUIRE(encode, FV_ERR_INTERNAL, "direct conv (wgmma): no cuTensorMapEncodeTiled");
     /* 8 channels: the input as 32-bit words (a row's pixels x 4 words, H,
-     * N), boxes of PIECE pixels of one row. 32: (8 channels, W, the 4
-     * channel groups, H, N), a box a window, landing as planes of 8
-     * channels */
+     * N), boxes of PIECE pixels of one row. 32: (32 channels, W, H, N), a
+     * box a window, in the 64-byte swizzle (session 52's planes of 8
+     * channels, 16-byte box rows, took 1.36x the direct kernel's time;
+     * this 0.77x of it in the standalone harness: RESULTS.md, session 53) */
     CUtensorMap tm;
     CUresult r;
     const cuuint64_t px = (cuuint64_t)g->cs * 2, row = px * g->w, img = row * g->h;
@@ -392,12 +439,12 @@ fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const vo
                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     } else {
         using g4 = geo<4, 3, 2, 4>;
-        const cuuint64_t dims[5] = {8, (cuuint64_t)g->w, 4, (cuuint64_t)g->h, (cuuint64_t)g->n};
-        const cuuint64_t strides[4] = {px, 16, row, img};
-        const cuuint32_t box[5] = {8, (cuuint32_t)g4::WC, 4, (cuuint32_t)g4::RIN, 1},
-                         unit[5] = {1, 1, 1, 1, 1};
-        r = encode(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT16, 5, const_cast<void *>(x), dims, strides,
-                   box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+        const cuuint64_t dims[4] = {32, (cuuint64_t)g->w, (cuuint64_t)g->h, (cuuint64_t)g->n};
+        const cuuint64_t strides[3] = {px, row, img};
+        const cuuint32_t box[4] = {32, (cuuint32_t)g4::WC, (cuuint32_t)g4::RIN, 1},
+                         unit[4] = {1, 1, 1, 1};
+        r = encode(&tm, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, const_cast<void *>(x), dims, strides,
+                   box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
                    CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     }
     FV_REQUIRE(r == CUDA_SUCCESS, FV_ERR_INTERNAL,
