@@ -1426,7 +1426,10 @@ static void cached_plan_round_trip(void **state) {
  * kernel first (the kernel's answers are checked in the variants test).
  * RGB layers take packed taps: two rows a warp at stride 1, one on the
  * strided stems (K 64 too: ResNet's); 8 and 4 channels read at stride 2,
- * two rows a warp, 8 rows a block. */
+ * two rows a warp, 8 rows a block. On 2^20 output pixels or more, SM 9.0
+ * takes the warpgroup-MMA kernel's pixels-along-N form first: for 32
+ * channels read, 3x3, K 32, and with taps in pairs for 8 read, 5x5, K 32;
+ * other devices the direct kernel's two rows a warp. */
 static void direct_kernel_heuristic_takes_wide_pixels(void **state) {
     static float w[64 * 3 * 7 * 7]; /* the largest: ResNet's stem (the others fewer) */
     fv_test_seed(77);
@@ -1463,6 +1466,33 @@ static void direct_kernel_heuristic_takes_wide_pixels(void **state) {
         } else {
             assert_string_not_equal(info.path, "direct");
         }
+        fv_conv2d_destroy(op);
+    }
+    fv_context_info ci;
+    FV_ASSERT_OK(fv_context_info_get(gpu, &ci));
+    const int sm90 = ci.sm_major == 9 && ci.sm_minor == 0;
+    const struct {
+        conv_case cc;
+        const char *sm90, *other;
+    } big[] = {
+        {{1, 1024, 1024, 32, 32, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
+         "fovea-wgmma-px-2rows",
+         "fovea-direct-8rows-persistent-2w"},
+        {{1, 1080, 1024, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
+         "fovea-wgmma-px-8rows-paired",
+         "fovea-direct-16rows-persistent-2w"},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+        fv_conv2d_desc d = desc_of(&big[i].cc, FV_DTYPE_F16, w, NULL);
+        fv_conv2d *op = NULL;
+        FV_ASSERT_OK(fv_conv2d_create(gpu, &d, &op));
+        fv_conv2d_info info;
+        FV_ASSERT_OK(fv_conv2d_info_get(op, &info));
+        assert_string_equal(info.path, "direct");
+        if (sm90)
+            assert_string_equal(info.engine, big[i].sm90);
+        else /* "-tma" where the device has it */
+            assert_non_null(strstr(info.engine, big[i].other));
         fv_conv2d_destroy(op);
     }
 }

@@ -233,7 +233,13 @@ static int direct_candidate(fv_conv2d *op, const fv__conv_form *f, int variant, 
  * 0.071, the best one-row variant 0.087); so has stride 2 (4 or 8 channels
  * read, 3x3, 5x5, 9x9): 8 rows first, which autotune took on all five
  * strided shapes measured (1920x1080x4->32 9x9 s2: 0.0449 ms, 16 rows
- * 0.0492, the best one-row variant 0.0661). */
+ * 0.0492, the best one-row variant 0.0661). Before all of them, on large
+ * images (2^20 output pixels or more) where it runs (SM 9.0), the
+ * warpgroup-MMA kernel's pixels-along-N form for 32 channels read, 3x3, K
+ * 32 (902), and with taps in pairs for 8 read, 5x5, K 32 (958): H200,
+ * 1024x1024x32->32 3x3 0.0494 ms against 0.0646 for 308;
+ * 1920x1080x8->32 5x5 0.0690 against 0.0810 for 316 (RESULTS.md, session
+ * 53). */
 int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_only,
                                fv__conv_cand *out, int *n, int max, char *why, size_t why_n) {
     static const int big[] = {16, 8, 4}, small[] = {8, 4, 16}, two[] = {316, 216, 208, 308, 312},
@@ -244,6 +250,18 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
     const int *ths = d->r * d->s >= 25 ? big : small;
     int first_persistent = (long)d->n * op->p * op->q <= 600000;
     int offered = 0;
+    const int wg_first = (long)d->n * op->p * op->q < (1L << 20) || f->pc ? 0
+                         : f->cd == 32                                    ? 902
+                         : f->cd == 8 && f->kp == 32 && d->r == 5         ? 958
+                                                                          : 0;
+    if (wg_first && *n < max) {
+        char why2[160]; /* refused off SM 9.0: not the reason */
+        if (direct_candidate(op, f, wg_first, &out[*n], why2, sizeof why2)) {
+            (*n)++;
+            offered++;
+            if (first_only) return offered;
+        }
+    }
     if (f->pc) { /* packed taps: persistent, two rows a warp (4-16 rows) where they
                     run, then one (4 or 8 rows: on the stems 4 ran 0.0059 and 0.0072 ms
                     against 8's 0.0062 and 0.0084, H100) */
@@ -283,7 +301,8 @@ int fv__conv_direct_candidates(fv_conv2d *op, const fv__conv_form *f, int first_
     static const int wgv[] = {916, 908, 902, 958, 966, 808, 816, 804};
     for (int i = 0; i < 8 && *n < max && !(first_only && offered); i++) {
         char why2[160];
-        if (!direct_candidate(op, f, wgv[i], &out[*n], why2, sizeof why2)) continue;
+        if (wgv[i] == wg_first || !direct_candidate(op, f, wgv[i], &out[*n], why2, sizeof why2))
+            continue;
         (*n)++;
         offered++;
     }
