@@ -671,7 +671,7 @@ static void direct_wgmma_matches_cpu_reference(void **state) {
         set_direct_engines(text, edited, variants[v]);
         write_text(path, edited);
         fv_context *saved = push_profile_context(path);
-        const int c32 = strcmp(variants[v], "902") == 0, paired = variants[v][1] == '5';
+        const int c32 = strcmp(variants[v], "902") == 0, paired = atoi(variants[v]) >= 950;
         const size_t nc = c32 ? nc32 : nc8;
         for (int slice = 0; slice < 2; slice++) {
             g_slice = slice;
