@@ -12,10 +12,14 @@
 // session 52 the options (docs/bench/conv_ws_px_h200.txt): three consumers 0.94x two's time at
 // 1920x1080x8->32 5x5 (kept in the library), level at K 8; four buffers level; turns at the MMAs
 // 0.98x at K 32, 1.05x at K 8 with 16-row segments; TMA stores 1.20x at K 32 (all dropped).
-// Added after session 52's runs, compiled, not run: -DWS_PACK=1 (a step's taps in pairs across
-// input rows: 15 MMAs for 18 at 5x5 K 32, 15 for 20 at 3x3 K 8), -DWS_EARLY=1 (the first NBUF
-// windows asked for before the weights are staged), -DWS_DIAG=1|2|3 (loads only, no loads, no
-// global stores: a part's time by difference; outputs not checked).
+// Session 53 (docs/bench/conv_ws_harness_s53_h200.txt, run by docs/bench/run_ws_harness.sh):
+// -DWS_PACK=1 (a step's taps in pairs across input rows: 15 MMAs for 18 at 5x5 K 32, 15 for 20
+// at 3x3 K 8) 0.93x the time at 1920x1080x8->32 5x5, level at K 8 (kept in the library: engines
+// 958/966); -DWS_EARLY=1 (the first NBUF windows asked for before the weights are staged)
+// 1.05-1.19x slower (dropped); -DWS_DIAG=1|2|3 (loads only, no loads, no global stores; outputs
+// not checked): at 1920x1080x8->8 16-row segments 0.0191 / 0.0223 / 0.0229 ms against 0.0272
+// whole; -DWS_ARS=1 (with WS_PACK: A from registers, setmaxnreg 40/152) 1.04x slower at 5x5
+// K 32, level at K 8 (dropped; ptxas keeps 128 registers and spills 4 bytes at K 32).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_fp16.h>
@@ -64,6 +68,13 @@
                  */
 #define WS_PACK 0
 #endif
+#ifndef WS_ARS /* 1 (with WS_PACK): the weights (A) in registers, loaded once a consumer, where    \
+                  a step has at most 16 pairs (4 registers a pair); setmaxnreg gives the producer  \
+                  40 registers and the consumers 152. Only B is read from shared memory: 4 KB an   \
+                  MMA instead of 6 (Nsight Compute: L1/TEX 80% busy at 5x5 K 32, session 53) */
+#define WS_ARS 0
+#endif
+static_assert(!WS_ARS || WS_PACK, "WS_ARS needs WS_PACK");
 constexpr int NP = 128, WC = 144, PIECE = 48, NBUF = WS_NBUF, CONS = WS_CONS,
               THREADS = 128 * (1 + CONS);
 /* turns are strict only between two consumers: with three, one that stops waiting (its
@@ -148,6 +159,29 @@ template <int ACC> __device__ __forceinline__ void mma128(float (&d)[64], uint64
                    "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
                  : "l"(a), "l"(b), "n"(ACC));
 }
+/* d (+)= A * B, A (64 x 16) from registers (the m16n8k16 A fragment of each warp's 16 rows). */
+template <int ACC>
+__device__ __forceinline__ void mma128_rs(float (&d)[64], const unsigned (&af)[4], uint64_t b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                 "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]),
+                   "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]),
+                   "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]),
+                   "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+                   "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]),
+                   "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]),
+                   "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(af[0]), "r"(af[1]), "r"(af[2]), "r"(af[3]), "l"(b), "n"(ACC));
+}
 __device__ __forceinline__ void stsm_x4_trans(const unsigned (&v)[4], unsigned addr) {
     asm volatile(
         "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
@@ -219,7 +253,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (threadIdx.x < NF * 8) sbias[threadIdx.x] = a.bias[threadIdx.x];
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
+    /* WS_ARS: the weights stay in the consumers' registers (where a step has <= 16 pairs) */
+    constexpr bool ARS = WS_ARS && g::NPAIR <= 16;
     if (wg == 0) { /* the producer: one thread asks for every window of the block, in order */
+        if (ARS) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
         if (tid != 0) return;
         for (int i = WS_EARLY ? NBUF : 0, t = blockIdx.x + i * gridDim.x; t < a.total;
              t += gridDim.x, i++) {
@@ -228,8 +265,24 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
         return;
     }
+    if (ARS) asm volatile("setmaxnreg.inc.sync.aligned.u32 152;\n" ::: "memory");
     const int c = wg - 1;
     unsigned char *my = stg + c * g::STGB;
+    /* pair j's A fragment: rows 16 warp + lane / 4 (+ 8), columns 2 (lane % 4) (+ 8) of the
+     * pair's 64 x 16 matrix (core matrices of 8 x 8: (row / 8) 128 + (col / 8) 64 halves) */
+    unsigned af[ARS ? g::NPAIR : 1][4];
+    if (ARS) {
+        const __half *sqh = reinterpret_cast<const __half *>(seq);
+        const int r0 = 16 * warp + (lane >> 2), c0 = 2 * (lane & 3);
+#pragma unroll
+        for (int j = 0; j < (ARS ? g::NPAIR : 0); j++)
+#pragma unroll
+            for (int x = 0; x < 4; x++) {
+                const int r = r0 + 8 * (x & 1), kh = x >> 1;
+                af[j][x] = *reinterpret_cast<const unsigned *>(sqh + j * 1024 + (r / 8) * 128 +
+                                                               kh * 64 + (r % 8) * 8 + c0);
+            }
+    }
     int ci[2];
     float bi[2];
     for (int i = 0; i < 2; i++)
@@ -278,7 +331,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                     const int lbo = o1 > o0 ? o1 - o0 : 1; /* 16-byte units */
                     const uint64_t ea = dp + (uint64_t)(j * 128);
                     const uint64_t eb = dw + (uint64_t)o0 + ((uint64_t)lbo << 16);
-                    if (j == 0)
+                    if (ARS) {
+                        if (j == 0)
+                            mma128_rs<0>(d, af[ARS ? j : 0], eb);
+                        else
+                            mma128_rs<1>(d, af[ARS ? j : 0], eb);
+                    } else if (j == 0)
                         mma128<0>(d, ea, eb);
                     else
                         mma128<1>(d, ea, eb);
@@ -501,12 +559,12 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
     std::sort(ts.begin(), ts.end());
     const double med = ts[ts.size() / 2];
     const double bytes = (double)nx * 2 + (double)ny * 2, floor_ms = bytes / 4.0e12 * 1e3;
-    printf("ws[c%d b%d s%d p%d k%d e%d d%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu "
+    printf("ws[c%d b%d s%d p%d k%d e%d d%d a%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu "
            "values, %zu "
            "unwritten), median "
            "%.4f ms (min %.4f), DRAM floor at 4.0 TB/s %.4f ms: %.2fx, %zu B shared, grid %d\n",
-           CONS, NBUF, WS_TMA_STORE, WS_PINGPONG, WS_PACK, WS_EARLY, WS_DIAG, N, H, Wd, K, R, R,
-           SEG,
+           CONS, NBUF, WS_TMA_STORE, WS_PINGPONG, WS_PACK, WS_EARLY, WS_DIAG,
+           WS_ARS && G<NF, R, SEG>::NPAIR <= 16, N, H, Wd, K, R, R, SEG,
            WS_DIAG                    ? "diag"
            : rel < 2e-3 && !unwritten ? "OK"
                                       : "WRONG",

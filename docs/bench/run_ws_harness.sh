@@ -34,9 +34,9 @@ if command -v ncu >/dev/null && [ -x /tmp/wsh/ws_k0e0d0 ]; then
     for k in "4, .int.5, .int.8" "1, .int.3, .int.16"; do
         tag=$(echo "$k" | tr -dc 0-9)
         timeout 120 ncu --clock-control none --kernel-name-base demangled -k "regex:ws_kernel<.int.$k>" \
-            -s 2 -c 1 --metrics $m /tmp/wsh/ws_k0e0d0 >"$out/ncu_$tag.txt" 2>&1
+            -s 5 -c 1 --metrics $m /tmp/wsh/ws_k0e0d0 >"$out/ncu_$tag.txt" 2>&1
         timeout 120 ncu --clock-control none --kernel-name-base demangled -k "regex:ws_kernel<.int.$k>" \
-            -s 2 -c 1 --section WarpStateStats --section SpeedOfLight /tmp/wsh/ws_k0e0d0 >"$out/ncu_${tag}_sec.txt" 2>&1
+            -s 5 -c 1 --section WarpStateStats --section SpeedOfLight /tmp/wsh/ws_k0e0d0 >"$out/ncu_${tag}_sec.txt" 2>&1
     done
 fi
 grep -E "^==|OK|WRONG|diag|skipped|exit|not built|error" "$out/ws.log" | cut -c1-220

@@ -27,9 +27,17 @@
  * MMAs, C7514; one warpgroup a block measured 1.17x the kept kernels'
  * time, its loads, MMAs and stores adding up: docs/bench/RESULTS.md,
  * session 51; three consumers measured 0.94x two's time at 1920x1080x8->32
- * 5x5 in the standalone harness, level at K 8: session 52). Results: FP32
- * sums of the same products as the other direct kernels in the tensor
- * cores' order (checked against the CPU). */
+ * 5x5 in the standalone harness, level at K 8: session 52).
+ *
+ * Two more forms (session 53). PK (K 32): a step's (input row, column)
+ * taps in pairs, the second of a pair across a row's end by B's LBO, A a
+ * 64 x 16 matrix a pair: 15 MMAs a step instead of 18 at 5x5 (0.93x the
+ * time). CG 4 (32 channels read, 3x3, K 32, 2-row segments): the window
+ * is one TMA box of NHWC rows of 64 bytes in the 64-byte swizzle, which
+ * wgmma reads as a K-major B (the planes of 8 channels tried first, a 5-D
+ * box of 16-byte rows, took 1.7x as long). Results: FP32 sums of the same
+ * products as the other direct kernels in the tensor cores' order
+ * (checked against the CPU). */
 #include <cuda_fp16.h>
 #include <stdint.h>
 #include <stdio.h>
