@@ -29,6 +29,15 @@ for x in ws32_l0o0s2 ws32_l0o1s2 ws32_l1o0s2 ws32_l0o0s4 ws32_l0o1s4 ws_k0e0d0 w
     if [ -x /tmp/wsh/$x ]; then timeout 60 /tmp/wsh/$x >>"$out/ws.log" 2>&1 || echo "$x: exit $?" >>"$out/ws.log"
     else echo "$x: not built" >>"$out/ws.log"; fi
 done
+# Nsight Compute: the counters below on the library's forms (unpaired k0e0d0: <4,5,8> and <1,3,16>;
+# WS_NCU_FULL=1 adds, for the paired 5x5 K 32 kernel (k1e0d0 <4,5,8>), the sections that place the
+# stalls (SourceCounters: the SASS lines that stall most; warp states; shared-memory tables)
+if command -v ncu >/dev/null && [ -x /tmp/wsh/ws_k1e0d0 ] && [ "${WS_NCU_FULL:-0}" = 1 ]; then
+    timeout 180 ncu --clock-control none --kernel-name-base demangled -k "regex:ws_kernel<.int.4, .int.5, .int.8>" \
+        -s 5 -c 1 --section SourceCounters --section WarpStateStats --section SchedulerStats \
+        --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis \
+        /tmp/wsh/ws_k1e0d0 >"$out/ncu_full_paired_458.txt" 2>&1
+fi
 if command -v ncu >/dev/null && [ -x /tmp/wsh/ws_k0e0d0 ]; then
     m=sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum,smsp__average_warp_latency_issue_stalled_barrier,smsp__average_warp_latency_issue_stalled_long_scoreboard,smsp__average_warp_latency_issue_stalled_wait,smsp__warps_issue_stalled_sleeping_per_warp_active.pct,sm__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
     for k in "4, .int.5, .int.8" "1, .int.3, .int.16"; do
