@@ -82,6 +82,15 @@
                   MMA instead of 6 (Nsight Compute: L1/TEX 80% busy at 5x5 K 32, session 53) */
 #define WS_ARS 0
 #endif
+#ifndef WS_SEQG /* 1: the weight sequence laid out once in global memory (a kernel before the      \
+                   timed runs) and copied to each block with one cp.async.bulk, issued with the    \
+                   barriers' set-up; the consumers wait for it on its own mbarrier. 2: the         \
+                   consumers gather it (every load issued before the first store) while the        \
+                   producer asks for windows. 0: every thread gathers it from the KRSC weights,    \
+                   2 bytes a thread, a store after each load, before any window is asked for       \
+                   (WS_DIAG=4: 4.5-7.7 us alone, session 54) */
+#define WS_SEQG 0
+#endif
 static_assert(!WS_ARS || WS_PACK, "WS_ARS needs WS_PACK");
 constexpr int NP = 128, WC = 144, PIECE = 48, NBUF = WS_NBUF, CONS = WS_CONS,
               THREADS = 128 * (1 + CONS);
@@ -103,7 +112,7 @@ template <int NF, int R, int SEG> struct G {
 
 struct Args {
     __half *y;
-    const __half *w;
+    const __half *w, *wseq;
     const float *bias;
     int n, h, wd, p, q, ph, pw, kr, strips, segs_y, total;
 };
@@ -197,6 +206,34 @@ __device__ __forceinline__ void stsm_x4_trans(const unsigned (&v)[4], unsigned a
         : "memory");
 }
 
+/* element e of the weight sequence (halves) from the KRSC weights */
+template <int NF, int R, int SEG> __device__ __half seq_elem(const Args &a, int e) {
+    using g = G<NF, R, SEG>;
+#if WS_PACK
+    /* pair j: 64 rows m (output row m / 8NF, channel m % 8NF) x 16 (tap 2j + kk / 8 of the step's
+     * flattened (input row, column), channel kk % 8); core matrices 8 x 16 bytes, LBO 128, SBO 256
+     */
+    const int j = e >> 10, f = e & 1023, el = f & 7, row = (f >> 3) & 7, kh = (f >> 6) & 1,
+              mg = f >> 7;
+    const int m = mg * 8 + row, b = m / (8 * NF), k = m % (8 * NF), t = 2 * j + kh;
+    const int iy = t / R, x = t % R, r = iy - b;
+    return t < g::RINS * R && r >= 0 && r < R
+               ? a.w[((r * NF + k / 8) * a.kr + x * 8 + el) * 8 + k % 8]
+               : __float2half(0.0f);
+#else
+    const int el = e & 7, ch = (e >> 3) & 7, jj = (e >> 6) & 1, rest = e >> 7;
+    const int gg = rest % NF, sx = rest / NF, x = sx % g::L, s = sx / g::L, r = g::C0 - x;
+    return r >= 0 && r < R ? a.w[((r * NF + gg) * a.kr + s * 16 + jj * 8 + el) * 8 + ch]
+                           : __float2half(0.0f);
+#endif
+}
+template <int NF, int R, int SEG> __global__ void seq_build(const Args a, __half *out) {
+    using g = G<NF, R, SEG>;
+    for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < (int)(g::SEQB / 2);
+         e += gridDim.x * blockDim.x)
+        out[e] = seq_elem<NF, R, SEG>(a, e);
+}
+
 template <int NF, int R, int SEG>
 __global__ void __launch_bounds__(THREADS, 1)
     ws_kernel(const Args a, const __grid_constant__ CUtensorMap tm,
@@ -206,7 +243,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     unsigned char *win = smem, *seq = smem + NBUF * g::WINB, *stg = seq + g::SEQB;
     float *sbias = reinterpret_cast<float *>(stg + CONS * g::STGB);
     uint64_t *full = reinterpret_cast<uint64_t *>(sbias + 32), *empty = full + NBUF,
-             *turn = empty + NBUF;
+             *turn = empty + NBUF, *seqbar = turn + CONS;
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128, warp = tid / 32, lane = tid % 32;
     /* the window of the block's i-th segment t into buffer i % NBUF (the producer thread) */
     auto ask = [&](int i, int t) {
@@ -229,6 +266,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             bar_init(&full[b]), bar_init(&empty[b]);
         for (int k = 0; k < CONS; k++)
             bar_init(&turn[k]);
+        bar_init(seqbar);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 #if WS_EARLY
         /* fresh buffers: no empty barrier to wait for */
@@ -236,32 +274,39 @@ __global__ void __launch_bounds__(THREADS, 1)
             ask(i, t);
 #endif
     }
-    __half *sq = reinterpret_cast<__half *>(seq);
-#if WS_PACK
-    /* pair j: 64 rows m (output row m / 8NF, channel m % 8NF) x 16 (tap 2j + kk / 8 of the step's
-     * flattened (input row, column), channel kk % 8); core matrices 8 x 16 bytes, LBO 128, SBO 256
-     */
-    for (int e = threadIdx.x; e < g::NPAIR * 1024; e += THREADS) {
-        const int j = e >> 10, f = e & 1023, el = f & 7, row = (f >> 3) & 7, kh = (f >> 6) & 1,
-                  mg = f >> 7;
-        const int m = mg * 8 + row, b = m / (8 * NF), k = m % (8 * NF), t = 2 * j + kh;
-        const int iy = t / R, x = t % R, r = iy - b;
-        sq[e] = t < g::RINS * R && r >= 0 && r < R
-                    ? a.w[((r * NF + k / 8) * a.kr + x * 8 + el) * 8 + k % 8]
-                    : __float2half(0.0f);
+#if WS_SEQG == 1
+    if (threadIdx.x == 0) {
+        bar_expect(seqbar, g::SEQB);
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+            "%2, [%3];\n" ::"r"(sa(seq)),
+            "l"(a.wseq), "r"(g::SEQB), "r"(sa(seqbar))
+            : "memory");
     }
-#else
-    for (int e = threadIdx.x; e < g::KS * g::L * NF * 128; e += THREADS) {
-        const int el = e & 7, ch = (e >> 3) & 7, jj = (e >> 6) & 1, rest = e >> 7;
-        const int gg = rest % NF, sx = rest / NF, x = sx % g::L, s = sx / g::L, r = g::C0 - x;
-        sq[e] = r >= 0 && r < R ? a.w[((r * NF + gg) * a.kr + s * 16 + jj * 8 + el) * 8 + ch]
-                                : __float2half(0.0f);
-    }
+#elif WS_SEQG == 0
+    for (int e = threadIdx.x; e < (int)(g::SEQB / 2); e += THREADS)
+        reinterpret_cast<__half *>(seq)[e] = seq_elem<NF, R, SEG>(a, e);
 #endif
     if (threadIdx.x < NF * 8) sbias[threadIdx.x] = a.bias[threadIdx.x];
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
+#if WS_SEQG == 2
+    if (wg > 0) { /* the consumers: all loads in flight, then the stores */
+        constexpr int N = (int)(g::SEQB / 2), CT = 128 * CONS, PER = (N + CT - 1) / CT;
+        const int ct = threadIdx.x - 128;
+        __half v[PER];
+#pragma unroll
+        for (int i = 0; i < PER; i++)
+            v[i] = ct + i * CT < N ? seq_elem<NF, R, SEG>(a, ct + i * CT) : __float2half(0.0f);
+#pragma unroll
+        for (int i = 0; i < PER; i++)
+            if (ct + i * CT < N) reinterpret_cast<__half *>(seq)[ct + i * CT] = v[i];
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        asm volatile("bar.sync 7, %0;\n" ::"r"(CT) : "memory");
+    }
+#endif
     if (WS_DIAG == 4) { /* the prologue alone: keep the sequence live, write nothing */
+        if (WS_SEQG == 1 && threadIdx.x == 0) bar_wait(seqbar, 0);
         if (threadIdx.x == 0 && reinterpret_cast<const unsigned *>(seq)[0] == 0x12345678u)
             a.y[0] = __float2half(1.0f);
         return;
@@ -280,6 +325,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
     if (ARS) asm volatile("setmaxnreg.inc.sync.aligned.u32 152;\n" ::: "memory");
     const int c = wg - 1;
+    if (WS_SEQG == 1) bar_wait(seqbar, 0); /* the weight sequence has landed */
     unsigned char *my = stg + c * g::STGB;
     /* pair j's A fragment: rows 16 warp + lane / 4 (+ 8), columns 2 (lane % 4) (+ 8) of the
      * pair's 64 x 16 matrix (core matrices of 8 x 8: (row / 8) 128 + (col / 8) 64 halves) */
@@ -511,12 +557,17 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
         }
     }
     Args a;
+    __half *dseq;
+    CK(cudaMalloc(&dseq, g::SEQB));
+    a.wseq = dseq;
     a.y = dy, a.w = dw, a.bias = db, a.n = N, a.h = H, a.wd = Wd, a.p = P, a.q = Q, a.ph = pad,
     a.pw = pad, a.kr = kr;
     a.strips = (Q + NP - 1) / NP, a.segs_y = (P + SEG - 1) / SEG;
     a.total = a.strips * a.segs_y * N;
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    seq_build<NF, R, SEG><<<8, 256>>>(a, dseq); /* once, like an op's weight conversion */
+    CK(cudaGetLastError());
     auto fn = ws_kernel<NF, R, SEG>;
     CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g::SMEM));
     const int grid = std::min(a.total, sms);
@@ -575,21 +626,23 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
     std::sort(ts.begin(), ts.end());
     const double med = ts[ts.size() / 2];
     const double bytes = (double)nx * 2 + (double)ny * 2, floor_ms = bytes / 4.0e12 * 1e3;
-    printf("ws[c%d b%d s%d p%d k%d e%d d%d a%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu "
-           "values, %zu "
-           "unwritten), median "
-           "%.4f ms (min %.4f), DRAM floor at 4.0 TB/s %.4f ms: %.2fx, %zu B shared, grid %d\n",
-           CONS, NBUF, WS_TMA_STORE, WS_PINGPONG, WS_PACK, WS_EARLY, WS_DIAG,
-           WS_ARS && G<NF, R, SEG>::NPAIR <= 16, N, H, Wd, K, R, R, SEG,
-           WS_DIAG                    ? "diag"
-           : rel < 2e-3 && !unwritten ? "OK"
-                                      : "WRONG",
-           rel, checked, unwritten, med, ts[0], floor_ms, med / floor_ms, g::SMEM, grid);
+    printf(
+        "ws[c%d b%d s%d p%d k%d e%d d%d a%d g%d] %dx%dx%dx8->%d %dx%d seg %d: %s rel err %.2e (%zu "
+        "values, %zu "
+        "unwritten), median "
+        "%.4f ms (min %.4f), DRAM floor at 4.0 TB/s %.4f ms: %.2fx, %zu B shared, grid %d\n",
+        CONS, NBUF, WS_TMA_STORE, WS_PINGPONG, WS_PACK, WS_EARLY, WS_DIAG,
+        WS_ARS && G<NF, R, SEG>::NPAIR <= 16, WS_SEQG, N, H, Wd, K, R, R, SEG,
+        WS_DIAG                    ? "diag"
+        : rel < 2e-3 && !unwritten ? "OK"
+                                   : "WRONG",
+        rel, checked, unwritten, med, ts[0], floor_ms, med / floor_ms, g::SMEM, grid);
     CK(cudaFree(flush));
     CK(cudaFree(dx));
     CK(cudaFree(dy));
     CK(cudaFree(dw));
     CK(cudaFree(db));
+    CK(cudaFree(dseq));
     return WS_DIAG || (rel < 2e-3 && !unwritten) ? 0 : 1;
 }
 

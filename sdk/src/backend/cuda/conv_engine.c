@@ -246,6 +246,13 @@ static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const flo
     const fv__conv_wpack wp = {d->k,      d->c,  d->r,  d->s,  d->groups,
                                f->groups, f->wc, f->kp, f->kr, f->pair};
     size_t nw = fv__conv_wpack_count(&wp);
+    /* the Hopper pixels-along-N kernels' weight sequences after a direct
+     * form's weights, where those kernels run it (kernels/conv_direct.cuh) */
+    size_t nseq = f->kr ? fv__conv_direct_seq_bytes(fv__cuda_device(op->ctx), f->kp, d->r, d->s,
+                                                    d->stride_h, d->stride_w, f->cs, f->cd)
+                        : 0;
+    size_t wbytes =
+        nseq ? FV_ROUND_UP(nw * sizeof(fv_half), FV_ALIGN) + nseq : nw * sizeof(fv_half);
     *w = *b = NULL;
     size_t bb = fv__conv_bias_bytes(f->kp); /* FP16, then FP32 (graph-pw) */
     /* converted once in bulk (the CPU's F16C/FCVT), then placed */
@@ -282,12 +289,21 @@ static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const flo
             ((fv_half *)(void *)hb)[k] = fv_f32_to_f16(bias[k]);
             hb32[k] = bias[k];
         }
-    fv_status s = fv_pool_alloc(dev, nw * sizeof *hw, w);
+    fv_status s = fv_pool_alloc(dev, wbytes, w);
     if (s == FV_OK) s = fv_pool_alloc(dev, bb, b);
     if (s == FV_OK) {
         cudaError_t e = cudaMemcpy(*w, hw, nw * sizeof *hw, cudaMemcpyHostToDevice);
         if (e == cudaSuccess) e = cudaMemcpy(*b, hb, bb, cudaMemcpyHostToDevice);
         if (e != cudaSuccess) s = fv__cuda_fail(e, "cudaMemcpy(weights)", __FILE__, __LINE__);
+    }
+    /* on the legacy stream, after the copies (a pageable copy may still be
+     * in flight when cudaMemcpy returns), and waited for: set-up only */
+    if (s == FV_OK && nseq)
+        s = fv__conv_direct_seq_build(cudaStreamLegacy, f->kp, d->r, f->cd, f->kr, *w);
+    if (s == FV_OK && nseq) {
+        cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+        if (e != cudaSuccess)
+            s = fv__cuda_fail(e, "cudaStreamSynchronize(weight sequences)", __FILE__, __LINE__);
     }
     if (staged)
         fv_pool_free(pin, staged);

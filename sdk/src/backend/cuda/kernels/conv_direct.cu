@@ -1403,6 +1403,27 @@ extern "C" fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g) {
     return FV_OK;
 }
 
+extern "C" size_t fv__conv_direct_seq_bytes(int device, int kp, int r, int s, int sh, int sw,
+                                            int cs, int cd) {
+#if FV_HAVE_WGMMA
+    return fv__conv_px_seq_bytes(device, kp, r, s, sh, sw, cs, cd);
+#else
+    (void)device, (void)kp, (void)r, (void)s, (void)sh, (void)sw, (void)cs, (void)cd;
+    return 0;
+#endif
+}
+
+extern "C" fv_status fv__conv_direct_seq_build(cudaStream_t stream, int kp, int r, int cd, int kr,
+                                               void *w) {
+#if FV_HAVE_WGMMA
+    return fv__conv_px_seq_build(stream, kp, r, cd, kr, w);
+#else
+    (void)stream, (void)kp, (void)r, (void)cd, (void)kr, (void)w;
+    FV_REQUIRE(0, FV_ERR_INTERNAL, "direct conv: this build has no wgmma kernel");
+    return FV_ERR_INTERNAL;
+#endif
+}
+
 extern "C" fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_direct_geom *g,
                                          const void *x, void *y, const void *w, const void *bias,
                                          fv_activation act, float alpha) {

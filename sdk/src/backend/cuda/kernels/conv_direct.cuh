@@ -113,12 +113,23 @@ int fv__conv_direct_check(fv__conv_direct_geom *g, int device, size_t *smem, cha
  * g->grid, the blocks that fit the GPU at once. */
 fv_status fv__conv_direct_prepare(fv__conv_direct_geom *g);
 
+/* The weights some kernels read after w's (below): the Hopper
+ * pixels-along-N kernels' weight sequences (conv_wgmma.cuh), laid out once
+ * at set-up. fv__conv_direct_seq_bytes: their bytes, from the next 128-byte
+ * boundary after w's, for a form of kp output channels, r x s at stride
+ * sh x sw, cs channels stored and cd read on device `device`; 0 where no
+ * kernel needs them (lay out none). fv__conv_direct_seq_build: lays them
+ * out on stream from w (kr the form's; w has room for them). */
+size_t fv__conv_direct_seq_bytes(int device, int kp, int r, int s, int sh, int sw, int cs, int cd);
+fv_status fv__conv_direct_seq_build(cudaStream_t stream, int kp, int r, int cd, int kr, void *w);
+
 /* y = act(conv(x, w) + bias) on stream. w: FP16 [r][kp / 8][kr][8],
  * element (r, k / 8, s * cm + c, k % 8) = W[k][c][r][s] (pairs: position
  * fv__conv_direct_pair_pos(s, c) instead of s * cm + c; packed taps:
  * s * pc + c), zero elsewhere
  * (row-major 16 x 8 B tiles with 16-byte rows: conflict-free shared-memory
- * reads); bias: kp FP32 values (zero in the padding, 16-byte aligned) or
+ * reads), then where fv__conv_direct_seq_bytes says so the sequences
+ * (above); bias: kp FP32 values (zero in the padding, 16-byte aligned) or
  * NULL. Output lanes k..kp-1 come out 0 (their weights and bias are zero).
  * No allocation, no synchronization (capturable). */
 fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x,

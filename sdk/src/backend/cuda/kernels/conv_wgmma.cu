@@ -398,6 +398,26 @@ extern "C" int fv__conv_wgmma_check(fv__conv_direct_geom *g, int device, size_t 
     return 1;
 }
 
+extern "C" size_t fv__conv_px_seq_bytes(int device, int kp, int r, int s, int sh, int sw, int cs,
+                                        int cd) {
+    fv__conv_direct_geom g;
+    memset(&g, 0, sizeof g);
+    g.n = g.h = g.w = g.p = g.q = 1;
+    g.cs = cs, g.cm = cd, g.kp = g.k = kp, g.r = r, g.s = s, g.sh = sh, g.sw = sw;
+    g.wg = 2, g.wn = cd == 32 ? 2 : 8;
+    char why[160];
+    if (!shape_ok(&g) || !runs_here(device, &g, why, sizeof why)) return 0;
+    return fv_k::px_seq_bytes(kp, r, cd);
+}
+
+extern "C" fv_status fv__conv_px_seq_build(cudaStream_t stream, int kp, int r, int cd, int kr,
+                                           void *w) {
+    FV_REQUIRE(w && fv_k::px_seq_bytes(kp, r, cd) > 0 && kr == (r * cd + 15) / 16 * 16,
+               FV_ERR_INTERNAL, "direct conv (wgmma): no weight sequence for K %d, %dx%d, %d read",
+               kp, r, r, cd);
+    return fv_k::px_seq_build(stream, kp, r, cd, kr, w);
+}
+
 extern "C" fv_status fv__conv_wgmma_prepare(fv__conv_direct_geom *g) {
     int dev = 0, optin = 0, per_sm = 0, sms = 0;
     char why[160];

@@ -37,7 +37,21 @@ int fv__conv_wgmma_check(fv__conv_direct_geom *g, int device, size_t *smem, char
 /* Set-up, once per op: the kernel's shared-memory limit and g->grid. */
 fv_status fv__conv_wgmma_prepare(fv__conv_direct_geom *g);
 
-/* As fv__conv_direct_run (the same weight and bias layouts). */
+/* The pixels-along-N form (g->wg 2) reads its weights as sequences laid
+ * out once, at set-up, after the direct weights (fv__conv_direct_run's w,
+ * [r][kp / 8][kr][8] halves), from the next 128-byte boundary: the sequences
+ * of one filter bank copy whole into each block's shared memory (gathering
+ * them there took 4.5-7.7 us of each run, H200, session 54).
+ * fv__conv_px_seq_bytes: the bytes they take for a form of kp output
+ * channels, r x s at stride sh x sw, cs channels stored and cd read, where
+ * that form runs on device `device` (0 where it does not: then lay out
+ * none). fv__conv_px_seq_build: lays them out on stream from the weights at
+ * w (kr as the form's; w has room for them). */
+size_t fv__conv_px_seq_bytes(int device, int kp, int r, int s, int sh, int sw, int cs, int cd);
+fv_status fv__conv_px_seq_build(cudaStream_t stream, int kp, int r, int cd, int kr, void *w);
+
+/* As fv__conv_direct_run (the same weight and bias layouts; the pixels-along-N
+ * form reads the sequences after the weights: above). */
 fv_status fv__conv_wgmma_run(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x,
                              void *y, const void *w, const void *bias, fv_activation act,
                              float alpha);

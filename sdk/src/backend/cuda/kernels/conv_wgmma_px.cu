@@ -74,13 +74,13 @@ template <int NF, int R, int SEG, int CG, int PK = 0> struct geo {
     /* windows, the sequence, a staged tile a consumer, the bias (128
      * bytes), the mbarriers (128) */
     static constexpr size_t SMEM = NBUF * (size_t)WINB + SEQB + CONS * (size_t)STGB + 256;
-    static_assert(WINB % (CG == 1 ? 128 : 512) == 0 && 2 * NBUF * 8 <= 128,
+    static_assert(WINB % (CG == 1 ? 128 : 512) == 0 && (2 * NBUF + 1) * 8 <= 128,
                   "window buffers (whole swizzle atoms), mbarriers");
 };
 
 struct px_args {
     __half *y;
-    const __half *w;
+    const __half *seq; /* the kernel's weight sequence (SEQB bytes: px_seq_build) */
     const float *bias; /* kp FP32 values, or NULL */
     int p, q, kp, k, ys, kr, ph, pw;
     int strips, segs_y, total;
@@ -306,53 +306,88 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
 }
 #endif
 
+/* Element e (halves) of the weight sequence of kernel <NF, R, *, CG, PK>,
+ * from the direct weights w ([r][kp / 8][kr][8]).
+ * Unpaired: per 16-wide step s, positions x (0 .. L-1) of NF core-matrix
+ * pairs (8 channels x 8 positions, two positions' halves of the step); x =
+ * C0 - r holds filter row r, the rest zeros. PK: pair j's matrix, 64 rows
+ * m (output row m / 8NF of the step, channel m % 8NF) x 16 (tap 2j + kk /
+ * 8 of the step's (input row, column) taps, channel kk % 8), core matrices
+ * 8 x 16 bytes (LBO 128, SBO 256); zero where the tap's filter row is
+ * outside 0..R-1. */
+/* The geometry of a kernel that exists, for its sequence (which does not
+ * depend on SEG) */
+template <int NF, int R, int CG, int PK> using geo_seq = geo<NF, R, CG == 4 ? 2 : 8, CG, PK>;
+
+template <int NF, int R, int CG, int PK>
+__device__ __forceinline__ __half seq_elem(const __half *w, int kr, int e) {
+    using g = geo_seq<NF, R, CG, PK>;
+    if (PK) {
+        const int j = e >> 10, f = e & 1023, el = f & 7, row = (f >> 3) & 7, kh = (f >> 6) & 1,
+                  m = (f >> 7) * 8 + row, ob = m / (8 * NF), k = m % (8 * NF), t = 2 * j + kh;
+        const int iy = t / R, x = t % R, r = iy - ob;
+        return t < (g::OR + R - 1) * R && r >= 0 && r < R
+                   ? w[((r * NF + k / 8) * kr + x * 8 + el) * 8 + k % 8]
+                   : __float2half(0.0f);
+    }
+    constexpr int C0 = g::OR + R - 2; /* the sequence's position of W_0 */
+    const int el = e & 7, ch = (e >> 3) & 7, jj = (e >> 6) & 1, rest = e >> 7;
+    const int gg = rest % NF, sx = rest / NF, x = sx % g::L, st = sx / g::L, r = C0 - x;
+    return r >= 0 && r < R ? w[((r * NF + gg) * kr + st * 16 + jj * 8 + el) * 8 + ch]
+                           : __float2half(0.0f);
+}
+
+/* Lays out the sequence of kernel <NF, R, *, CG, PK> at out (set-up, once
+ * per weights: each block of the conv kernel then copies it whole into
+ * shared memory with one bulk copy; gathering it there, 2 bytes a thread,
+ * took 4.5-7.7 us of each run on the H200, session 54). */
+template <int NF, int R, int CG, int PK>
+__global__ void px_seq_kernel(const __half *w, int kr, __half *out) {
+    constexpr int N = (int)(geo_seq<NF, R, CG, PK>::SEQB / 2);
+    for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < N; e += gridDim.x * blockDim.x)
+        out[e] = seq_elem<NF, R, CG, PK>(w, kr, e);
+}
+
 #if FV_TMA
 template <int NF, int R, int SEG, int CG, int PK>
 __global__ void __launch_bounds__(THREADS, 1)
     conv_wgmma_px_kernel(const px_args a, const __grid_constant__ CUtensorMap tm) {
 #if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using g = geo<NF, R, SEG, CG, PK>;
-    constexpr int C0 = g::OR + R - 2;                       /* the sequence's position of W_0 */
     extern __shared__ __align__(1024) unsigned char smem[]; /* whole swizzle atoms */
     unsigned char *win = smem, *seq = smem + g::NBUF * g::WINB, *stg = seq + g::SEQB;
     float *sbias = reinterpret_cast<float *>(stg + CONS * g::STGB);
     unsigned long long *full = reinterpret_cast<unsigned long long *>(sbias + 32),
-                       *empty = full + g::NBUF;
+                       *empty = full + g::NBUF, *sbar = empty + g::NBUF;
     const int wg = threadIdx.x >> 7;
     if (threadIdx.x == 0) {
         for (int b = 0; b < g::NBUF; b++)
             bar_init(&full[b]), bar_init(&empty[b]);
+        bar_init(sbar);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    }
-    /* the weight sequence: per step s, positions x of NF core-matrix pairs
-     * (8 channels x 8 positions, two positions' halves of the step); x = C0
-     * - r holds filter row r, the rest zeros */
-    __half *sq = reinterpret_cast<__half *>(seq);
-    /* PK: pair j's matrix, 64 rows m (output row m / 8NF of the step,
-     * channel m % 8NF) x 16 (tap 2j + kk / 8 of the step's (input row,
-     * column) taps, channel kk % 8), core matrices 8 x 16 bytes (LBO 128,
-     * SBO 256); zero where the tap's filter row is outside 0..R-1 */
-    for (int e = threadIdx.x; PK && e < g::NPAIR * 1024; e += THREADS) {
-        const int j = e >> 10, f = e & 1023, el = f & 7, row = (f >> 3) & 7, kh = (f >> 6) & 1,
-                  m = (f >> 7) * 8 + row, ob = m / (8 * NF), k = m % (8 * NF), t = 2 * j + kh;
-        const int iy = t / R, x = t % R, r = iy - ob;
-        sq[e] = t < (g::OR + R - 1) * R && r >= 0 && r < R
-                    ? a.w[((r * NF + k / 8) * a.kr + x * 8 + el) * 8 + k % 8]
-                    : __float2half(0.0f);
-    }
-    for (int e = threadIdx.x; !PK && e < g::KS * g::L * NF * 128; e += THREADS) {
-        const int el = e & 7, ch = (e >> 3) & 7, jj = (e >> 6) & 1, rest = e >> 7;
-        const int gg = rest % NF, sx = rest / NF, x = sx % g::L, s = sx / g::L, r = C0 - x;
-        sq[e] = r >= 0 && r < R ? a.w[((r * NF + gg) * a.kr + s * 16 + jj * 8 + el) * 8 + ch]
-                                : __float2half(0.0f);
+        /* the weight sequence, laid out at set-up: one bulk copy, while the
+         * producer goes on to the windows (the consumers wait on sbar) */
+        bar_expect(sbar, g::SEQB);
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
+                     "[%1], %2, [%3];\n" ::"r"(smem_u32(seq)),
+                     "l"(a.seq), "r"(g::SEQB), "r"(smem_u32(sbar))
+                     : "memory");
     }
     if (threadIdx.x < NF * 8) sbias[threadIdx.x] = a.bias ? a.bias[threadIdx.x] : 0.0f;
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* seen by the MMAs */
-    __syncthreads();
+    __syncthreads(); /* the barriers' set-up and the bias seen by all */
+    /* barrier 4: the producer's second warp tells the consumers that the
+     * sequence has landed (a wait loop in the consumers themselves made
+     * ptxas spill in <1, 5, 8>) */
+    constexpr unsigned LANDED = 4, WAITERS = 32 + 128 * CONS;
     if (wg == 0) {
         if (threadIdx.x == 0) produce<NF, R, SEG, CG, PK>(a, &tm, win, full, empty);
+        if (threadIdx.x >> 5 == 1) {
+            bar_wait(sbar, 0u);
+            asm volatile("bar.arrive %0, %1;\n" ::"r"(LANDED), "r"(WAITERS) : "memory");
+        }
         return;
     }
+    asm volatile("bar.sync %0, %1;\n" ::"r"(LANDED), "r"(WAITERS) : "memory");
     fv_k::with_act(a.act, [&](auto act) {
         consume<NF, R, SEG, CG, PK, decltype(act)::value>(
             a, wg - 1, win, seq, stg + (wg - 1) * g::STGB, full, empty, sbias);
@@ -422,6 +457,61 @@ const void *px_fn(const fv__conv_direct_geom *g) {
 #endif
 }
 
+/* The sequences after a form's direct weights (px_seq_bytes): the
+ * unpaired kernel's first, then (K 32, 8 channels read) the paired one's,
+ * each from a 128-byte boundary. */
+namespace {
+size_t round128(size_t b) {
+    return (b + 127) / 128 * 128;
+}
+template <int NF, int CG, int PK> size_t seqb_r(int r) {
+    return r == 3 ? geo_seq<NF, 3, CG, PK>::SEQB : geo_seq<NF, 5, CG, PK>::SEQB;
+}
+size_t seqb(int kp, int r, int cd, int pk) {
+    if (cd == 32) return geo<4, 3, 2, 4, 0>::SEQB;
+    if (pk) return seqb_r<4, 1, 1>(r);
+    return kp == 8 ? seqb_r<1, 1, 0>(r) : kp == 16 ? seqb_r<2, 1, 0>(r) : seqb_r<4, 1, 0>(r);
+}
+bool paired_too(int kp, int cd) {
+    return kp == 32 && cd == 8;
+}
+/* Where the weights end: [r][kp / 8][kr][8] halves, to 128 bytes */
+size_t weights_end(int kp, int r, int kr) {
+    return round128((size_t)r * kp * kr * 2);
+}
+template <int NF, int R, int CG, int PK>
+fv_status build_one(cudaStream_t stream, const __half *w, int kr, __half *out) {
+    constexpr int N = (int)(geo_seq<NF, R, CG, PK>::SEQB / 2);
+    px_seq_kernel<NF, R, CG, PK><<<(N + 255) / 256, 256, 0, stream>>>(w, kr, out);
+    FV_CUDA_TRY(cudaGetLastError());
+    return FV_OK;
+}
+template <int NF, int CG, int PK>
+fv_status build_r(cudaStream_t stream, int r, const __half *w, int kr, __half *out) {
+    return r == 3 ? build_one<NF, 3, CG, PK>(stream, w, kr, out)
+                  : build_one<NF, 5, CG, PK>(stream, w, kr, out);
+}
+} // namespace
+
+size_t px_seq_bytes(int kp, int r, int cd) {
+    const size_t one = round128(seqb(kp, r, cd, 0));
+    return paired_too(kp, cd) ? one + round128(seqb(kp, r, cd, 1)) : one;
+}
+
+fv_status px_seq_build(cudaStream_t stream, int kp, int r, int cd, int kr, void *w) {
+    const __half *hw = static_cast<const __half *>(w);
+    __half *out = reinterpret_cast<__half *>(static_cast<char *>(w) + weights_end(kp, r, kr));
+    if (cd == 32) return build_one<4, 3, 4, 0>(stream, hw, kr, out);
+    const fv_status st = kp == 8    ? build_r<1, 1, 0>(stream, r, hw, kr, out)
+                         : kp == 16 ? build_r<2, 1, 0>(stream, r, hw, kr, out)
+                                    : build_r<4, 1, 0>(stream, r, hw, kr, out);
+    if (st != FV_OK) return st;
+    if (!paired_too(kp, cd)) return FV_OK;
+    return build_r<4, 1, 1>(
+        stream, r, hw, kr,
+        reinterpret_cast<__half *>(reinterpret_cast<char *>(out) + round128(seqb(kp, r, cd, 0))));
+}
+
 #if FV_TMA
 fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x, void *y,
                     const void *w, const void *bias, fv_activation act, float alpha) {
@@ -461,7 +551,9 @@ fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const vo
                (int)r, g->h, g->w, g->cs, g->n);
     px_args a;
     a.y = static_cast<__half *>(y);
-    a.w = static_cast<const __half *>(w);
+    a.seq = reinterpret_cast<const __half *>(static_cast<const char *>(w) +
+                                             weights_end(g->kp, g->r, g->kr) +
+                                             (g->wp ? round128(seqb(g->kp, g->r, g->cm, 0)) : 0));
     a.bias = static_cast<const float *>(bias);
     a.p = g->p, a.q = g->q, a.kp = g->kp, a.k = g->k, a.ys = g->ys ? g->ys : g->kp;
     a.kr = g->kr, a.ph = g->ph, a.pw = g->pw;

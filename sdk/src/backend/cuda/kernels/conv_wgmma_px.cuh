@@ -20,9 +20,16 @@ int px_threads(void);
 long px_tiles(const fv__conv_direct_geom *g);
 const void *px_fn(const fv__conv_direct_geom *g);
 
+/* The kernels' weight sequences, laid out once after the direct weights
+ * ([r][kp / 8][kr][8] halves, then from the next 128-byte boundary): the
+ * bytes they take for a form the kernels run (kp output channels, r x r,
+ * cd channels read), and their set-up on stream from the weights at w. */
+size_t px_seq_bytes(int kp, int r, int cd);
+fv_status px_seq_build(cudaStream_t stream, int kp, int r, int cd, int kr, void *w);
+
 #if FV_TMA
 /* Launches the kernel of g (prepared: g->grid set) on input x, with its
- * tensor map. */
+ * tensor map; w holds the sequences after the weights (px_seq_build). */
 fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x, void *y,
                     const void *w, const void *bias, fv_activation act, float alpha);
 #endif
