@@ -1471,6 +1471,10 @@ static void direct_kernel_heuristic_takes_wide_pixels(void **state) {
         {{1, 1080, 1024, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
          "fovea-direct-16rows-persistent-2w",
          "fovea-wgmma-px-8rows-paired"},
+        /* RGB: packed taps, but on SM 9.0 the 8-channel form's pixels along N */
+        {{1, 1080, 1024, 3, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 0, FV_CONV2D_NO_PROFILE},
+         "fovea-direct-8rows-persistent-2w-packed",
+         "fovea-wgmma-px-8rows-paired"},
     };
     fv_context_info ci;
     FV_ASSERT_OK(fv_context_info_get(gpu, &ci));

@@ -176,8 +176,16 @@ static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
     int cm = d->c <= 8 ? 8 : d->c <= 16 ? 16 : 32;
     int two = two_rows_geometry(d) && FV_ROUND_UP(d->k, 8) <= 32;
     int packed_first = ((d->c == 1 || d->c == 3 || d->c == 4) && two) || packed_one_first(d);
+    /* Before packed taps, on large images where it runs (SM 9.0), the form
+     * of the pixels-along-N kernel with taps in pairs (8 channels read, 5x5,
+     * K 32): 1920x1080x3->32 5x5 0.0633 ms against packed taps' 0.0681
+     * (H200, RESULTS.md, session 54) */
+    int px_first = d->c <= 4 && two && d->r == 5 && FV_ROUND_UP(d->k, 8) == 32 &&
+                   (long)d->n * op->p * op->q >= (1L << 20) &&
+                   fv__conv_direct_seq_bytes(fv__cuda_device(op->ctx), 32, 5, 5, 1, 1, 8, 8) > 0;
+    if (px_first) n = add_direct_form(op, out, n, 8, 0, 0);
     if (packed_first) n = add_direct_form(op, out, n, 4, 0, d->c);
-    if (d->c <= 4 && two) n = add_direct_form(op, out, n, 8, 0, 0);
+    if (d->c <= 4 && two && !px_first) n = add_direct_form(op, out, n, 8, 0, 0);
     if (d->c <= 4) n = add_direct_form(op, out, n, 4, d->stride_w % 2 != 0, 0);
     if (!packed_first && packed_one_geometry(d)) n = add_direct_form(op, out, n, 4, 0, d->c);
     return d->c <= 4 && two ? n : add_direct_form(op, out, n, cm, 0, 0);
