@@ -20,6 +20,12 @@
 // not checked): at 1920x1080x8->8 16-row segments 0.0191 / 0.0223 / 0.0229 ms against 0.0272
 // whole; -DWS_ARS=1 (with WS_PACK: A from registers, setmaxnreg 40/152) 1.04x slower at 5x5
 // K 32, level at K 8 (dropped; ptxas keeps 128 registers and spills 4 bytes at K 32).
+// Session 54 (docs/bench/conv_seq_bulk_h200.txt): -DWS_RDMAP=1 1.06x slower at 5x5 K 32 (dropped:
+// the warp's stores then touch 8 lines an instruction); -DWS_DIAG=4 (the prologue alone) 4.5-7.7
+// us; -DWS_SEQG=1 (the sequence laid out before the runs, one bulk copy a block) 0.92-0.93x the
+// time (1920x1080x8->32 5x5 paired 0.0614-0.0625 ms, 1920x1080x8->8 0.0260-0.0264; kept in the
+// library), its prologue alone 3.7-3.9 us (the launch); -DWS_SEQG=2 (consumers gather, loads
+// first) 0.96x at K 8, level at K 32 (dropped).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_fp16.h>

@@ -10,10 +10,13 @@
  * filter rows iy - b (zero outside 0..R-1): one wgmma m64n128k16 per input
  * row and 16-wide step feeds all OR output rows. The stacks are windows of
  * one sequence in shared memory (W_R-1 .. W_0 between zeros, read from
- * position C0 - iy). Both operands by descriptor, K-major without
- * swizzling: B's core matrix is 8 pixels of one tap (16 bytes a pixel),
- * the next tap 16 bytes on (LBO 16), the next 8 pixels 128 bytes on (SBO
- * 128); A's is 8 output channels x 8 positions (LBO 128, SBO 256).
+ * position C0 - iy), laid out once at set-up after the direct weights
+ * (px_seq_build) and copied whole into each block by one bulk copy that
+ * the consumers wait for while the producer asks for the first windows.
+ * Both operands by descriptor, K-major without swizzling: B's core matrix
+ * is 8 pixels of one tap (16 bytes a pixel), the next tap 16 bytes on (LBO
+ * 16), the next 8 pixels 128 bytes on (SBO 128); A's is 8 output channels
+ * x 8 positions (LBO 128, SBO 256).
  *
  * A block is four warpgroups (one block an SM): one thread of the first
  * asks for the window of each of the block's segments (SEG output rows x
