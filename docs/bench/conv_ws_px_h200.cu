@@ -82,6 +82,11 @@
                  */
 #define WS_RDMAP 0
 #endif
+#ifndef WS_STCS /* 1: the outputs stored with st.global.cs (streaming: evict first from L2), so    \
+                   that 133 of the 166 MB at 5x5 K 32 do not push the windows' halo rows out       \
+                   of L2 (prepared in session 54, not run) */
+#define WS_STCS 0
+#endif
 #ifndef WS_ARS /* 1 (with WS_PACK): the weights (A) in registers, loaded once a consumer, where    \
                   a step has at most 16 pairs (4 registers a pair); setmaxnreg gives the producer  \
                   40 registers and the consumers 152. Only B is read from shared memory: 4 KB an   \
@@ -477,10 +482,16 @@ __global__ void __launch_bounds__(THREADS, 1)
                 const int pe = WS_RDMAP ? (e / (8 * NF)) * 8 + e % 8 : e / NF,
                           cc = WS_RDMAP ? (e / 8) % NF : e % NF, px = pe % NP, bb = pe / NP;
                 const int oy = sy * SEG + st * g::OR + bb, ox = sx * NP + px;
-                if (oy < a.p && ox < a.q)
-                    *reinterpret_cast<uint4 *>(
-                        a.y + (((size_t)img * a.p + oy) * a.q + ox) * (8 * NF) + cc * 8) =
+                if (oy < a.p && ox < a.q) {
+                    uint4 *dst = reinterpret_cast<uint4 *>(
+                        a.y + (((size_t)img * a.p + oy) * a.q + ox) * (8 * NF) + cc * 8);
+                    const uint4 v =
                         *reinterpret_cast<const uint4 *>(my + (bb * NP + px) * g::PITCH + cc * 16);
+                    if (WS_STCS)
+                        __stcs(dst, v);
+                    else
+                        *dst = v;
+                }
             }
             named_sync(1 + c); /* the staged tile read */
 #endif
