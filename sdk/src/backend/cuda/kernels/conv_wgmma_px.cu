@@ -309,6 +309,10 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
 }
 #endif
 
+/* The geometry of a kernel that exists, for its sequence (which does not
+ * depend on SEG) */
+template <int NF, int R, int CG, int PK> using geo_seq = geo<NF, R, CG == 4 ? 2 : 8, CG, PK>;
+
 /* Element e (halves) of the weight sequence of kernel <NF, R, *, CG, PK>,
  * from the direct weights w ([r][kp / 8][kr][8]).
  * Unpaired: per 16-wide step s, positions x (0 .. L-1) of NF core-matrix
@@ -318,10 +322,6 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
  * 8 of the step's (input row, column) taps, channel kk % 8), core matrices
  * 8 x 16 bytes (LBO 128, SBO 256); zero where the tap's filter row is
  * outside 0..R-1. */
-/* The geometry of a kernel that exists, for its sequence (which does not
- * depend on SEG) */
-template <int NF, int R, int CG, int PK> using geo_seq = geo<NF, R, CG == 4 ? 2 : 8, CG, PK>;
-
 template <int NF, int R, int CG, int PK>
 __device__ __forceinline__ __half seq_elem(const __half *w, int kr, int e) {
     using g = geo_seq<NF, R, CG, PK>;
