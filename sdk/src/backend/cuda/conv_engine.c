@@ -165,9 +165,11 @@ static int packed_one_first(const fv_conv2d_desc *d) {
  * one 16-wide step), then 8 channels read (the input is stored as 8
  * channels either way, so reading 8 moves the same sectors; on
  * 1920x1080x3->32 5x5 (H100) it ran 0.094 ms against 0.130 for the
- * 4-channel form's heuristic choice). Elsewhere, where packed taps run one
- * row a warp (strides up to 4, 7x7 and 9x9, K 64), they come first or
- * after the 4-channel form (packed_one_first). */
+ * 4-channel form's heuristic choice); but 8 channels read first for 5x5
+ * K 32 on large images where the pixels-along-N kernel runs (below).
+ * Elsewhere, where packed taps run one row a warp (strides up to 4, 7x7
+ * and 9x9, K 64), they come first or after the 4-channel form
+ * (packed_one_first). */
 static int direct_forms(const fv_conv2d *op, fv__conv_form *out, int n) {
     const fv_conv2d_desc *d = &op->desc;
     if (d->groups != 1 || d->dilation_h != 1 || d->dilation_w != 1 || d->dtype != FV_DTYPE_F16 ||
@@ -304,15 +306,15 @@ static fv_status upload_weights(fv_conv2d *op, const fv__conv_form *f, const flo
         if (e == cudaSuccess) e = cudaMemcpy(*b, hb, bb, cudaMemcpyHostToDevice);
         if (e != cudaSuccess) s = fv__cuda_fail(e, "cudaMemcpy(weights)", __FILE__, __LINE__);
     }
-    /* on the legacy stream, after the copies (a pageable copy may still be
-     * in flight when cudaMemcpy returns), and waited for: set-up only */
+    /* the sequences on the legacy stream, after the copies; then wait for
+     * both (set-up only): a copy from pageable memory may still be in flight
+     * when cudaMemcpy returns, and the op runs on the context's non-blocking
+     * stream; on failure too, before *w goes back to the pool */
     if (s == FV_OK && nseq)
         s = fv__conv_direct_seq_build(cudaStreamLegacy, f->kp, d->r, f->cd, f->kr, *w);
-    if (s == FV_OK && nseq) {
-        cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
-        if (e != cudaSuccess)
-            s = fv__cuda_fail(e, "cudaStreamSynchronize(weight sequences)", __FILE__, __LINE__);
-    }
+    cudaError_t e = cudaStreamSynchronize(cudaStreamLegacy);
+    if (s == FV_OK && e != cudaSuccess)
+        s = fv__cuda_fail(e, "cudaStreamSynchronize(weights)", __FILE__, __LINE__);
     if (staged)
         fv_pool_free(pin, staged);
     else

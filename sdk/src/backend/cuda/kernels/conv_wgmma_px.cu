@@ -386,6 +386,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         if (threadIdx.x == 0) produce<NF, R, SEG, CG, PK>(a, &tm, win, full, empty);
         if (threadIdx.x >> 5 == 1) {
             bar_wait(sbar, 0u);
+            __syncwarp(); /* bar.arrive is .aligned: the warp converged after its spins */
             asm volatile("bar.arrive %0, %1;\n" ::"r"(LANDED), "r"(WAITERS) : "memory");
         }
         return;
