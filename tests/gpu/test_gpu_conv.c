@@ -697,6 +697,87 @@ static void direct_wgmma_matches_cpu_reference(void **state) {
     remove(path);
 }
 
+/* The pixels-along-N kernels (908, 916; 958, 966 paired at K 32) split the
+ * last round's segments into pieces of one step each where that evens out
+ * the blocks' shares; FV_CONV_PX_SPLIT=2 splits them whenever a segment has
+ * more than one step, =0 never. The same MMAs in the same order: the same
+ * bytes either way, and the CPU's answer: K 8 (16-row segments: two steps),
+ * 16 and 32, 3x3 and 5x5, pieces past the frame's last row, more segments
+ * than blocks (a remainder of 72 and of 104 on 132 SMs), a batch of 2. */
+static void px_tail_split_gives_the_same_bytes(void **state) {
+    (void)state;
+    fv_context_info ci;
+    FV_ASSERT_OK(fv_context_info_get(gpu, &ci));
+    if (!(ci.sm_major == 9 && ci.sm_minor == 0)) skip(); /* no such kernel runs there */
+    char path[] = "/tmp/fv_profile_XXXXXX";
+    make_temp_file(path);
+    fv_test_seed(7171);
+    const uint32_t D = FV_CONV2D_DIRECT;
+    const conv_case cases[] = {
+        {2, 45, 70, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {1, 67, 200, 5, 16, 5, 5, 1, 2, 1, 1, FV_ACT_LEAKY_RELU, 0.1f, 1, D},
+        {2, 29, 47, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {1, 21, 140, 6, 28, 3, 3, 1, 1, 1, 1, FV_ACT_CLIPPED_RELU, 6.0f, 1, D},
+        {200, 6, 320, 8, 8, 3, 3, 1, 1, 1, 1, FV_ACT_RELU, 0, 1, D},
+        {500, 4, 64, 8, 32, 5, 5, 1, 2, 1, 1, FV_ACT_IDENTITY, 0, 1, D},
+    };
+    const size_t nc = sizeof cases / sizeof cases[0];
+    for (size_t i = 0; i < nc; i++) /* the profile's entries */
+        assert_true(run_case(&cases[i], 0) <= 2e-3);
+    char *text = NULL, *edited = NULL;
+    save_profile_text(path, &text, &edited);
+    const char *variants[] = {"916", "908", "958", "966"};
+    for (int v = 0; v < 4; v++) {
+        set_direct_engines(text, edited, variants[v]);
+        write_text(path, edited);
+        fv_context *saved = push_profile_context(path);
+        const int paired = atoi(variants[v]) >= 950;
+        for (size_t i = 0; i < nc; i++) {
+            conv_case cc = cases[i];
+            if (paired && (cc.k + 7) / 8 != 4) continue;
+            cc.flags = 0; /* the profile decides */
+            assert_int_equal(setenv("FV_CONV_PX_SPLIT", "2", 1), 0);
+            const double err = run_case(&cc, 0);
+            const int p = cc.h + 2 * cc.pad - cc.r + 1, q = cc.w + 2 * cc.pad - cc.s + 1;
+            const size_t nin = (size_t)cc.n * cc.h * cc.w * cc.c,
+                         nw = (size_t)cc.k * cc.c * cc.r * cc.s;
+            const size_t nout = (size_t)cc.n * p * q * cc.k;
+            float *x = malloc(nin * sizeof *x), *w = malloc(nw * sizeof *w), b[32];
+            fv_half *got[3];
+            char eng[3][64];
+            for (int m = 0; m < 3; m++)
+                got[m] = malloc(nout * sizeof *got[m]);
+            assert_true(x && w && got[0] && got[1] && got[2]);
+            fv_test_fill_uniform(x, nin, -1, 1);
+            fv_test_fill_uniform(w, nw, -0.5f, 0.5f);
+            fv_test_fill_uniform(b, 32, -0.5f, 0.5f);
+            gpu_halves(&cc, x, w, b, got[0], nout, eng[0]); /* =2: split */
+            assert_int_equal(setenv("FV_CONV_PX_SPLIT", "0", 1), 0);
+            gpu_halves(&cc, x, w, b, got[1], nout, eng[1]);
+            assert_int_equal(unsetenv("FV_CONV_PX_SPLIT"), 0);
+            gpu_halves(&cc, x, w, b, got[2], nout, eng[2]);
+            printf("  %dx%dx%dx%d k%d %dx%d, engine %s: %s, rel err %.2e (split)\n", cc.n, cc.h,
+                   cc.w, cc.c, cc.k, cc.r, cc.s, variants[v], eng[0], err);
+            assert_true(err <= 2e-3);
+            for (int m = 0; m < 3; m++)
+                assert_non_null(strstr(eng[m], "fovea-wgmma-px-"));
+            for (int m = 1; m < 3; m++)
+                for (size_t j = 0; j < nout; j++)
+                    if (got[m][j] != got[0][j])
+                        fail_msg("engine %s, case %zu: half %zu of %zu: 0x%04x split, 0x%04x %s",
+                                 variants[v], i, j, nout, got[0][j], got[m][j],
+                                 m == 1 ? "unsplit" : "by default");
+            free(x), free(w);
+            for (int m = 0; m < 3; m++)
+                free(got[m]);
+        }
+        pop_profile_context(saved);
+    }
+    free(text);
+    free(edited);
+    remove(path);
+}
+
 /* Packed taps in each of their block geometries through profile entries
  * naming them, into whole outputs and channel slices, partial tiles, a
  * batch of 2: two rows a warp (C of 1, 3 or 4; 3x3 and 5x5 at stride 1; K
@@ -1852,6 +1933,7 @@ int main(void) {
         cmocka_unit_test(direct_kernel_variants_from_profile),
         cmocka_unit_test(direct_tma_window_gives_the_same_bytes),
         cmocka_unit_test(direct_wgmma_matches_cpu_reference),
+        cmocka_unit_test(px_tail_split_gives_the_same_bytes),
         cmocka_unit_test(direct_kernel_packed_taps_variants),
         cmocka_unit_test(legacy_fused_from_profile),
         cmocka_unit_test(residual_matches_cpu_reference),
@@ -1881,6 +1963,7 @@ int main(void) {
         cmocka_unit_test(matches_cpu_reference),
         cmocka_unit_test(direct_tma_window_gives_the_same_bytes),
         cmocka_unit_test(direct_wgmma_matches_cpu_reference),
+        cmocka_unit_test(px_tail_split_gives_the_same_bytes),
         cmocka_unit_test(direct_kernel_packed_taps_variants),
         cmocka_unit_test(residual_is_checked),
         cmocka_unit_test(output_slice_is_checked),

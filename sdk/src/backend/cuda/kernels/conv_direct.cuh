@@ -101,6 +101,10 @@ typedef struct fv__conv_direct_geom {
     int wn;         /* wg 2: output rows a segment, 8 or 16 (32 channels read: 2) */
     int wp;         /* wg 2, K 32, 8 channels read: a step's taps in pairs across
                        input rows (15 MMAs a step instead of 18 at 5x5) */
+    int wt;         /* wg 2, set by fv__conv_direct_prepare: the last round's
+                       segments as pieces of one step each, where that evens out
+                       the blocks' shares (1); FV_CONV_PX_SPLIT=0 in the
+                       environment: never (0); =2: always, for tests (2) */
 } fv__conv_direct_geom;
 
 /* Fills kr and checks that the kernel runs g on device `device`; smem gets

@@ -38,6 +38,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "conv_wgmma.cuh"
 #include "conv_wgmma_px.cuh"
@@ -440,6 +441,8 @@ extern "C" fv_status fv__conv_wgmma_prepare(fv__conv_direct_geom *g) {
     const long grid = (long)per_sm * sms;
     g->grid = (int)(tiles < grid ? tiles : grid);
     g->tma = 1;
+    const char *split = getenv("FV_CONV_PX_SPLIT");
+    g->wt = !split ? 1 : strcmp(split, "0") == 0 ? 0 : strcmp(split, "2") == 0 ? 2 : 1;
     return FV_OK;
 }
 

@@ -86,7 +86,10 @@ struct px_args {
     const __half *seq; /* the kernel's weight sequence (SEQB bytes: px_seq_build) */
     const float *bias; /* kp FP32 values, or NULL */
     int p, q, kp, k, ys, kr, ph, pw;
-    int strips, segs_y, total;
+    int strips, segs_y;
+    int total; /* work items: whole segments, then the last round's pieces */
+    int nfull; /* items 0 .. nfull - 1: whole segments (of SEG rows) */
+    int ppt;   /* pieces a segment after nfull (1: none split) */
     int act;
     float alpha;
 };
@@ -164,6 +167,27 @@ template <int SEG> __device__ __forceinline__ int3 seg_at(const px_args &a, int 
     return make_int3(rest / a.segs_y, sy * SEG, sx * NP);
 }
 
+/* Work item t: (image, first output row, first column) and its steps of
+ * OR output rows. Items below nfull are whole segments; the segments
+ * after them (the last round's, which would leave most blocks idle while
+ * a few finish) come as ppt pieces each, so that every block's share
+ * differs by at most one piece (host: px_launch). Steps past the
+ * frame's last row are left out (at least one kept, stores masked). */
+template <int SEG, int OR> __device__ __forceinline__ int4 item_at(const px_args &a, int t) {
+    int3 at;
+    int steps = SEG / OR;
+    if (t < a.nfull) {
+        at = seg_at<SEG>(a, t);
+    } else {
+        const int q = t - a.nfull;
+        steps /= a.ppt;
+        at = seg_at<SEG>(a, a.nfull + q / a.ppt);
+        at.y += (q % a.ppt) * steps * OR;
+    }
+    const int need = (a.p - at.y + OR - 1) / OR;
+    return make_int4(at.x, at.y, at.z, need < 1 ? 1 : need < steps ? need : steps);
+}
+
 /* The box of the 4-D map tm at (c0 .. c3) into dst, completing on bar. */
 __device__ __forceinline__ void tma_load_4d(void *dst, const CUtensorMap *tm,
                                             unsigned long long *bar, int c0, int c1, int c2,
@@ -186,16 +210,19 @@ __device__ __forceinline__ void produce(const px_args &a, const CUtensorMap *tm,
         const int b = i % g::NBUF;
         /* a fresh mbarrier's phase "-1" counts as complete: the first NBUF pass */
         bar_wait(&empty[b], ((unsigned)(i / g::NBUF) & 1u) ^ 1u);
-        const int3 at = seg_at<SEG>(a, t);
-        bar_expect(&full[b], g::WINB);
+        const int4 at = item_at<SEG, g::OR>(a, t);
         const int y0 = at.y - a.ph;
         if (CG == 1) {
+            /* the item's rows only: its steps' input rows */
+            const int rin = at.w * g::OR + R - 1;
+            bar_expect(&full[b], (unsigned)rin * g::ROWU * 16);
             const int x0 = (at.z - a.pw) * 4;
-            for (int row = 0; row < g::RIN; row++)
+            for (int row = 0; row < rin; row++)
                 for (int pc = 0; pc < 3; pc++)
                     fv_k::tma_load_3d(win + b * g::WINB + (row * g::WC + pc * PIECE) * 16, tm,
                                       &full[b], x0 + pc * PIECE * 4, y0 + row, at.x);
         } else {
+            bar_expect(&full[b], g::WINB);
             tma_load_4d(win + b * g::WINB, tm, &full[b], 0, at.z - a.pw, y0, at.x);
         }
     }
@@ -209,7 +236,7 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
                                         const float *sbias) {
     using g = geo<NF, R, SEG, CG, PK>;
     /* input rows a step, steps a segment, the sequence's position of W_0 */
-    constexpr int RINS = g::OR + R - 1, STEPS = SEG / g::OR, C0 = g::OR + R - 2;
+    constexpr int RINS = g::OR + R - 1, C0 = g::OR + R - 2;
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
     int ci[2];
     float bi[2];
@@ -226,8 +253,8 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
          i += CONS, t += CONS * (int)gridDim.x) {
         const int b = i % g::NBUF;
         bar_wait(&full[b], (unsigned)(i / g::NBUF) & 1u);
-        const int3 at = seg_at<SEG>(a, t);
-        for (int st = 0; st < STEPS; st++) {
+        const int4 at = item_at<SEG, g::OR>(a, t);
+        for (int st = 0; st < at.w; st++) {
             /* B: 8 channels, a core matrix is 8 pixels of one tap, the next
              * tap 16 bytes on (LBO), the next 8 pixels 128 bytes on (SBO);
              * 32 channels, 64-byte swizzle: 8 pixels' rows of 64 bytes an
@@ -292,8 +319,8 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
                 stsm_x4_trans(v, sbase + (unsigned)(8 * (j + (m >> 1)) * g::PITCH));
             }
             group_sync(1 + c); /* staged; every warp past its MMAs */
-            if (st == STEPS - 1 && tid == 0) bar_arrive(&empty[b]); /* the window is free */
-            constexpr int CH = g::OR * NP * NF;                     /* 16-byte pieces: 8 NP */
+            if (st == at.w - 1 && tid == 0) bar_arrive(&empty[b]); /* the window is free */
+            constexpr int CH = g::OR * NP * NF;                    /* 16-byte pieces: 8 NP */
 #pragma unroll
             for (int n = 0; n < CH / 128; n++) {
                 const int e = tid + n * 128, cc = e % NF, px = (e / NF) % NP, bb = e / (NF * NP);
@@ -516,6 +543,28 @@ fv_status px_seq_build(cudaStream_t stream, int kp, int r, int cd, int kr, void 
         reinterpret_cast<__half *>(reinterpret_cast<char *>(out) + round128(seqb(kp, r, cd, 0))));
 }
 
+/* The work items of a launch over `tiles` segments (item_at). The blocks
+ * walk the segments grid apart, so with R = tiles % grid, R blocks take one
+ * segment more than the rest and the others wait for them at the end (at
+ * 1920x1080 K 32, 8-row segments: 2025 = 15 x 132 + 45, so 45 of 132 SMs
+ * run the last sixteenth). Split into pieces of one step (OR rows), the
+ * last round's segments spread over every block: the largest share goes
+ * from ceil(tiles / grid) segments to floor(tiles / grid) plus
+ * ceil(R x steps / grid) steps. Where that is no smaller (K 8: segments of
+ * one or two steps), or FV_CONV_PX_SPLIT=0, none is split; with =2 (tests)
+ * the last round is split whenever a segment has more than one step. */
+static void tail_split(const fv__conv_direct_geom *g, int tiles, px_args *a) {
+    const int steps = g->wn * g->kp / 64, grid = g->grid; /* OR = 64 / kp rows a step */
+    int rem = tiles % grid;
+    if (g->wt == 2 && rem == 0) rem = tiles < grid ? tiles : grid;
+    const long before = (long)((tiles + grid - 1) / grid) * steps,
+               after = (long)(tiles / grid) * steps + ((long)rem * steps + grid - 1) / grid;
+    const bool split = steps > 1 && rem > 0 && (g->wt == 2 || (g->wt == 1 && after < before));
+    a->nfull = split ? tiles - rem : tiles;
+    a->ppt = split ? steps : 1;
+    a->total = a->nfull + (tiles - a->nfull) * a->ppt;
+}
+
 #if FV_TMA
 fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x, void *y,
                     const void *w, const void *bias, fv_activation act, float alpha) {
@@ -562,7 +611,8 @@ fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const vo
     a.p = g->p, a.q = g->q, a.kp = g->kp, a.k = g->k, a.ys = g->ys ? g->ys : g->kp;
     a.kr = g->kr, a.ph = g->ph, a.pw = g->pw;
     a.strips = (g->q + NP - 1) / NP, a.segs_y = (g->p + g->wn - 1) / g->wn;
-    a.total = a.strips * a.segs_y * g->n;
+    const int tiles = a.strips * a.segs_y * g->n;
+    tail_split(g, tiles, &a);
     a.act = (int)act, a.alpha = alpha;
     pick(g)<<<g->grid, THREADS, px_smem(g), stream>>>(a, tm);
     FV_CUDA_TRY(cudaGetLastError());
