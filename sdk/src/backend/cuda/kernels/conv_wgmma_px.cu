@@ -228,14 +228,16 @@ __device__ __forceinline__ void produce(const px_args &a, const CUtensorMap *tm,
     }
 }
 
-/* Consumer c (0 .. CONS - 1): segments c, c + CONS, ... of the block. */
-template <int NF, int R, int SEG, int CG, int PK, int ACT>
+/* Consumer c (0 .. CONS - 1): items c, c + CONS, ... of the block. OV 1:
+ * a step's stores overlap the next step's MMAs (issued once its sums are
+ * staged), within an item. */
+template <int NF, int R, int SEG, int CG, int PK, int ACT, int OV>
 __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned char *win,
                                         const unsigned char *seq, unsigned char *stg,
                                         unsigned long long *full, unsigned long long *empty,
                                         const float *sbias) {
     using g = geo<NF, R, SEG, CG, PK>;
-    /* input rows a step, steps a segment, the sequence's position of W_0 */
+    /* input rows a step, the sequence's position of W_0 */
     constexpr int RINS = g::OR + R - 1, C0 = g::OR + R - 2;
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
     int ci[2];
@@ -249,88 +251,111 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
         smem_u32(stg) +
         (unsigned)(((mrow0 / (8 * NF)) * NP + (lane & 7)) * g::PITCH + (mrow0 % (8 * NF)) * 2);
     float d[NP / 2]; /* no initial values: a step's first MMA ignores them */
+    /* step st's MMAs on window buffer b, committed, not waited for */
+    auto mmas = [&](int b, int st) {
+        /* B: 8 channels, a core matrix is 8 pixels of one tap, the next
+         * tap 16 bytes on (LBO), the next 8 pixels 128 bytes on (SBO);
+         * 32 channels, 64-byte swizzle: 8 pixels' rows of 64 bytes an
+         * atom, the next 8 pixels 512 bytes on (SBO; LBO unused). The
+         * window buffers are whole atoms from a 1024-byte aligned base,
+         * so a start inside an atom (a tap, the second 16 channels)
+         * needs no base offset (measured: session 53) */
+        uint64_t da = wg_desc(seq, 128, 256),
+                 db = CG == 1
+                          ? wg_desc(win + b * g::WINB + st * g::OR * g::ROWU * 16, PK ? 0 : 16, 128)
+                          : wg_desc(win + b * g::WINB + st * g::OR * g::ROWU * 16, 16, 512) |
+                                (2ull << 62);
+        /* opaque: each MMA's descriptors derived here, not all held in
+         * registers across the loop */
+        asm volatile("" : "+l"(da), "+l"(db));
+        wg_fence();
+        if (PK) {
+            /* pair j: the step's (input row, column) taps 2j, 2j + 1,
+             * the second across a row's end by B's LBO; A a matrix a
+             * pair (64 rows x 16) */
+#pragma unroll
+            for (int j = 0; j < g::NPAIR; j++) {
+                const int t0 = 2 * j, t1 = 2 * j + 1 < RINS * R ? 2 * j + 1 : 2 * j;
+                const int o0 = (t0 / R) * g::WC + t0 % R, o1 = (t1 / R) * g::WC + t1 % R;
+                const uint64_t ea = da + (uint64_t)(j * 128);
+                const uint64_t eb = db + (uint64_t)o0 + ((uint64_t)(o1 > o0 ? o1 - o0 : 1) << 16);
+                if (j == 0)
+                    mma_ss<NP, 0>::run(d, ea, eb);
+                else
+                    mma_ss<NP, 1>::run(d, ea, eb);
+            }
+        } else {
+#pragma unroll
+            for (int iy = 0; iy < RINS; iy++)
+#pragma unroll
+                for (int s = 0; s < g::KS; s++) {
+                    /* descriptors count 16-byte units; step s: taps 2s, 2s + 1
+                     * (8 channels), or tap s / 2's channels 16 (s % 2) on (32) */
+                    const int so = CG == 1 ? 2 * s : (s / 2) * 4 + (s % 2) * 2;
+                    const uint64_t ea = da + (uint64_t)((s * g::L + C0 - iy) * NF * 16);
+                    const uint64_t eb = db + (uint64_t)(iy * g::ROWU + so);
+                    if (iy == 0 && s == 0)
+                        mma_ss<NP, 0>::run(d, ea, eb);
+                    else
+                        mma_ss<NP, 1>::run(d, ea, eb);
+                }
+        }
+        wg_commit();
+    };
+    /* the sums of step st, FP16, into the staged tile (after the MMAs) */
+    auto stage = [&]() {
+        wg_wait<0>();
+        wg_pin(d);
+#pragma unroll
+        for (int j = 0; j < NP / 8; j += 2) {
+            unsigned v[4];
+#pragma unroll
+            for (int x = 0; x < 4; x++) {
+                const int ii = x & 1, jj = j + (x >> 1);
+                v[x] = pair_act<ACT>(d[jj * 4 + 2 * ii], d[jj * 4 + 2 * ii + 1], bi[ii], ci[ii],
+                                     a.k, a.alpha);
+            }
+            stsm_x4_trans(v, sbase + (unsigned)(8 * (j + (m >> 1)) * g::PITCH));
+        }
+        group_sync(1 + c); /* staged; every warp past its MMAs */
+    };
+    /* the staged tile of step st of item at, 16 bytes a thread at a time */
+    auto store = [&](const int4 &at, int st) {
+        constexpr int CH = g::OR * NP * NF; /* 16-byte pieces: 8 NP */
+#pragma unroll
+        for (int n = 0; n < CH / 128; n++) {
+            const int e = tid + n * 128, cc = e % NF, px = (e / NF) % NP, bb = e / (NF * NP);
+            const int oy = at.y + st * g::OR + bb, ox = at.z + px;
+            if (oy < a.p && ox < a.q)
+                *reinterpret_cast<uint4 *>(a.y + (((size_t)at.x * a.p + oy) * a.q + ox) * a.ys +
+                                           cc * 8) =
+                    *reinterpret_cast<const uint4 *>(stg + (bb * NP + px) * g::PITCH + cc * 16);
+        }
+        group_sync(1 + c); /* the staged tile read before the next is staged */
+    };
     for (int i = c, t = blockIdx.x + c * (int)gridDim.x; t < a.total;
          i += CONS, t += CONS * (int)gridDim.x) {
         const int b = i % g::NBUF;
         bar_wait(&full[b], (unsigned)(i / g::NBUF) & 1u);
         const int4 at = item_at<SEG, g::OR>(a, t);
-        for (int st = 0; st < at.w; st++) {
-            /* B: 8 channels, a core matrix is 8 pixels of one tap, the next
-             * tap 16 bytes on (LBO), the next 8 pixels 128 bytes on (SBO);
-             * 32 channels, 64-byte swizzle: 8 pixels' rows of 64 bytes an
-             * atom, the next 8 pixels 512 bytes on (SBO; LBO unused). The
-             * window buffers are whole atoms from a 1024-byte aligned base,
-             * so a start inside an atom (a tap, the second 16 channels)
-             * needs no base offset (measured: session 53) */
-            uint64_t da = wg_desc(seq, 128, 256),
-                     db = CG == 1
-                              ? wg_desc(win + b * g::WINB + st * g::OR * g::ROWU * 16, PK ? 0 : 16,
-                                        128)
-                              : wg_desc(win + b * g::WINB + st * g::OR * g::ROWU * 16, 16, 512) |
-                                    (2ull << 62);
-            /* opaque: each MMA's descriptors derived here, not all held in
-             * registers across the loop */
-            asm volatile("" : "+l"(da), "+l"(db));
-            wg_fence();
-            if (PK) {
-                /* pair j: the step's (input row, column) taps 2j, 2j + 1,
-                 * the second across a row's end by B's LBO; A a matrix a
-                 * pair (64 rows x 16) */
-#pragma unroll
-                for (int j = 0; j < g::NPAIR; j++) {
-                    const int t0 = 2 * j, t1 = 2 * j + 1 < RINS * R ? 2 * j + 1 : 2 * j;
-                    const int o0 = (t0 / R) * g::WC + t0 % R, o1 = (t1 / R) * g::WC + t1 % R;
-                    const uint64_t ea = da + (uint64_t)(j * 128);
-                    const uint64_t eb =
-                        db + (uint64_t)o0 + ((uint64_t)(o1 > o0 ? o1 - o0 : 1) << 16);
-                    if (j == 0)
-                        mma_ss<NP, 0>::run(d, ea, eb);
-                    else
-                        mma_ss<NP, 1>::run(d, ea, eb);
-                }
-            } else {
-#pragma unroll
-                for (int iy = 0; iy < RINS; iy++)
-#pragma unroll
-                    for (int s = 0; s < g::KS; s++) {
-                        /* descriptors count 16-byte units; step s: taps 2s, 2s + 1
-                         * (8 channels), or tap s / 2's channels 16 (s % 2) on (32) */
-                        const int so = CG == 1 ? 2 * s : (s / 2) * 4 + (s % 2) * 2;
-                        const uint64_t ea = da + (uint64_t)((s * g::L + C0 - iy) * NF * 16);
-                        const uint64_t eb = db + (uint64_t)(iy * g::ROWU + so);
-                        if (iy == 0 && s == 0)
-                            mma_ss<NP, 0>::run(d, ea, eb);
-                        else
-                            mma_ss<NP, 1>::run(d, ea, eb);
-                    }
+        if (OV) {
+            /* nothing in flight across a branch: the last step apart */
+            mmas(b, 0);
+            for (int st = 0; st < at.w - 1; st++) {
+                stage();
+                mmas(b, st + 1); /* the sums are out of d */
+                store(at, st);
             }
-            wg_commit();
-            wg_wait<0>();
-            wg_pin(d);
-#pragma unroll
-            for (int j = 0; j < NP / 8; j += 2) {
-                unsigned v[4];
-#pragma unroll
-                for (int x = 0; x < 4; x++) {
-                    const int ii = x & 1, jj = j + (x >> 1);
-                    v[x] = pair_act<ACT>(d[jj * 4 + 2 * ii], d[jj * 4 + 2 * ii + 1], bi[ii], ci[ii],
-                                         a.k, a.alpha);
-                }
-                stsm_x4_trans(v, sbase + (unsigned)(8 * (j + (m >> 1)) * g::PITCH));
+            stage();
+            if (tid == 0) bar_arrive(&empty[b]); /* the window is free */
+            store(at, at.w - 1);
+        } else {
+            for (int st = 0; st < at.w; st++) {
+                mmas(b, st);
+                stage();
+                if (st == at.w - 1 && tid == 0) bar_arrive(&empty[b]); /* the window is free */
+                store(at, st);
             }
-            group_sync(1 + c); /* staged; every warp past its MMAs */
-            if (st == at.w - 1 && tid == 0) bar_arrive(&empty[b]); /* the window is free */
-            constexpr int CH = g::OR * NP * NF;                    /* 16-byte pieces: 8 NP */
-#pragma unroll
-            for (int n = 0; n < CH / 128; n++) {
-                const int e = tid + n * 128, cc = e % NF, px = (e / NF) % NP, bb = e / (NF * NP);
-                const int oy = at.y + st * g::OR + bb, ox = at.z + px;
-                if (oy < a.p && ox < a.q)
-                    *reinterpret_cast<uint4 *>(a.y + (((size_t)at.x * a.p + oy) * a.q + ox) * a.ys +
-                                               cc * 8) =
-                        *reinterpret_cast<const uint4 *>(stg + (bb * NP + px) * g::PITCH + cc * 16);
-            }
-            group_sync(1 + c); /* the staged tile read before the next is staged */
         }
     }
 }
@@ -379,7 +404,7 @@ __global__ void px_seq_kernel(const __half *w, int kr, __half *out) {
 }
 
 #if FV_TMA
-template <int NF, int R, int SEG, int CG, int PK>
+template <int NF, int R, int SEG, int CG, int PK, int OV>
 __global__ void __launch_bounds__(THREADS, 1)
     conv_wgmma_px_kernel(const px_args a, const __grid_constant__ CUtensorMap tm) {
 #if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -420,7 +445,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
     asm volatile("bar.sync %0, %1;\n" ::"r"(LANDED), "r"(WAITERS) : "memory");
     fv_k::with_act(a.act, [&](auto act) {
-        consume<NF, R, SEG, CG, PK, decltype(act)::value>(
+        consume<NF, R, SEG, CG, PK, decltype(act)::value, OV>(
             a, wg - 1, win, seq, stg + (wg - 1) * g::STGB, full, empty, sbias);
     });
 #endif
@@ -428,19 +453,22 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 typedef void (*px_kernel_fn)(const px_args, const CUtensorMap);
 
-template <int NF, int R, int PK> px_kernel_fn pick_seg(int seg) {
-    return seg == 8 ? conv_wgmma_px_kernel<NF, R, 8, 1, PK>
-                    : conv_wgmma_px_kernel<NF, R, 16, 1, PK>;
+template <int NF, int R, int PK, int OV> px_kernel_fn pick_seg(int seg) {
+    return seg == 8 ? conv_wgmma_px_kernel<NF, R, 8, 1, PK, OV>
+                    : conv_wgmma_px_kernel<NF, R, 16, 1, PK, OV>;
 }
-template <int NF, int PK> px_kernel_fn pick_r(int r, int seg) {
-    return r == 3 ? pick_seg<NF, 3, PK>(seg) : pick_seg<NF, 5, PK>(seg);
+template <int NF, int PK, int OV> px_kernel_fn pick_r(int r, int seg) {
+    return r == 3 ? pick_seg<NF, 3, PK, OV>(seg) : pick_seg<NF, 5, PK, OV>(seg);
+}
+template <int OV> px_kernel_fn pick_ov(const fv__conv_direct_geom *g) {
+    if (g->cs == 32) return conv_wgmma_px_kernel<4, 3, 2, 4, 0, OV>;
+    if (g->wp) return pick_r<4, 1, OV>(g->r, g->wn); /* taps in pairs: K 32 only */
+    return g->kp == 8    ? pick_r<1, 0, OV>(g->r, g->wn)
+           : g->kp == 16 ? pick_r<2, 0, OV>(g->r, g->wn)
+                         : pick_r<4, 0, OV>(g->r, g->wn);
 }
 px_kernel_fn pick(const fv__conv_direct_geom *g) {
-    if (g->cs == 32) return conv_wgmma_px_kernel<4, 3, 2, 4, 0>;
-    if (g->wp) return pick_r<4, 1>(g->r, g->wn); /* taps in pairs: K 32 only */
-    return g->kp == 8    ? pick_r<1, 0>(g->r, g->wn)
-           : g->kp == 16 ? pick_r<2, 0>(g->r, g->wn)
-                         : pick_r<4, 0>(g->r, g->wn);
+    return g->wv ? pick_ov<1>(g) : pick_ov<0>(g);
 }
 #endif
 
