@@ -105,8 +105,6 @@ typedef struct fv__conv_direct_geom {
                        segments as pieces of one step each, where that evens out
                        the blocks' shares (1); FV_CONV_PX_SPLIT=0 in the
                        environment: never (0); =2: always, for tests (2) */
-    int wv;         /* wg 2, set by fv__conv_direct_prepare: 1, a step's stores
-                       overlap the next step's MMAs (FV_CONV_PX_OVERLAP=1) */
 } fv__conv_direct_geom;
 
 /* Fills kr and checks that the kernel runs g on device `device`; smem gets

@@ -228,10 +228,10 @@ __device__ __forceinline__ void produce(const px_args &a, const CUtensorMap *tm,
     }
 }
 
-/* Consumer c (0 .. CONS - 1): items c, c + CONS, ... of the block. OV 1:
- * a step's stores overlap the next step's MMAs (issued once its sums are
- * staged), within an item. */
-template <int NF, int R, int SEG, int CG, int PK, int ACT, int OV>
+/* Consumer c (0 .. CONS - 1): items c, c + CONS, ... of the block. (A
+ * step's stores overlapping the next step's MMAs within an item measured
+ * level: RESULTS.md, session 55.) */
+template <int NF, int R, int SEG, int CG, int PK, int ACT>
 __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned char *win,
                                         const unsigned char *seq, unsigned char *stg,
                                         unsigned long long *full, unsigned long long *empty,
@@ -302,7 +302,7 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
         }
         wg_commit();
     };
-    /* the sums of step st, FP16, into the staged tile (after the MMAs) */
+    /* the committed MMAs waited for, their sums (FP16) into the staged tile */
     auto stage = [&]() {
         wg_wait<0>();
         wg_pin(d);
@@ -338,24 +338,11 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
         const int b = i % g::NBUF;
         bar_wait(&full[b], (unsigned)(i / g::NBUF) & 1u);
         const int4 at = item_at<SEG, g::OR>(a, t);
-        if (OV) {
-            /* nothing in flight across a branch: the last step apart */
-            mmas(b, 0);
-            for (int st = 0; st < at.w - 1; st++) {
-                stage();
-                mmas(b, st + 1); /* the sums are out of d */
-                store(at, st);
-            }
+        for (int st = 0; st < at.w; st++) {
+            mmas(b, st);
             stage();
-            if (tid == 0) bar_arrive(&empty[b]); /* the window is free */
-            store(at, at.w - 1);
-        } else {
-            for (int st = 0; st < at.w; st++) {
-                mmas(b, st);
-                stage();
-                if (st == at.w - 1 && tid == 0) bar_arrive(&empty[b]); /* the window is free */
-                store(at, st);
-            }
+            if (st == at.w - 1 && tid == 0) bar_arrive(&empty[b]); /* the window is free */
+            store(at, st);
         }
     }
 }
@@ -404,7 +391,7 @@ __global__ void px_seq_kernel(const __half *w, int kr, __half *out) {
 }
 
 #if FV_TMA
-template <int NF, int R, int SEG, int CG, int PK, int OV>
+template <int NF, int R, int SEG, int CG, int PK>
 __global__ void __launch_bounds__(THREADS, 1)
     conv_wgmma_px_kernel(const px_args a, const __grid_constant__ CUtensorMap tm) {
 #if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -445,7 +432,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
     asm volatile("bar.sync %0, %1;\n" ::"r"(LANDED), "r"(WAITERS) : "memory");
     fv_k::with_act(a.act, [&](auto act) {
-        consume<NF, R, SEG, CG, PK, decltype(act)::value, OV>(
+        consume<NF, R, SEG, CG, PK, decltype(act)::value>(
             a, wg - 1, win, seq, stg + (wg - 1) * g::STGB, full, empty, sbias);
     });
 #endif
@@ -453,22 +440,19 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 typedef void (*px_kernel_fn)(const px_args, const CUtensorMap);
 
-template <int NF, int R, int PK, int OV> px_kernel_fn pick_seg(int seg) {
-    return seg == 8 ? conv_wgmma_px_kernel<NF, R, 8, 1, PK, OV>
-                    : conv_wgmma_px_kernel<NF, R, 16, 1, PK, OV>;
+template <int NF, int R, int PK> px_kernel_fn pick_seg(int seg) {
+    return seg == 8 ? conv_wgmma_px_kernel<NF, R, 8, 1, PK>
+                    : conv_wgmma_px_kernel<NF, R, 16, 1, PK>;
 }
-template <int NF, int PK, int OV> px_kernel_fn pick_r(int r, int seg) {
-    return r == 3 ? pick_seg<NF, 3, PK, OV>(seg) : pick_seg<NF, 5, PK, OV>(seg);
-}
-template <int OV> px_kernel_fn pick_ov(const fv__conv_direct_geom *g) {
-    if (g->cs == 32) return conv_wgmma_px_kernel<4, 3, 2, 4, 0, OV>;
-    if (g->wp) return pick_r<4, 1, OV>(g->r, g->wn); /* taps in pairs: K 32 only */
-    return g->kp == 8    ? pick_r<1, 0, OV>(g->r, g->wn)
-           : g->kp == 16 ? pick_r<2, 0, OV>(g->r, g->wn)
-                         : pick_r<4, 0, OV>(g->r, g->wn);
+template <int NF, int PK> px_kernel_fn pick_r(int r, int seg) {
+    return r == 3 ? pick_seg<NF, 3, PK>(seg) : pick_seg<NF, 5, PK>(seg);
 }
 px_kernel_fn pick(const fv__conv_direct_geom *g) {
-    return g->wv ? pick_ov<1>(g) : pick_ov<0>(g);
+    if (g->cs == 32) return conv_wgmma_px_kernel<4, 3, 2, 4, 0>;
+    if (g->wp) return pick_r<4, 1>(g->r, g->wn); /* taps in pairs: K 32 only */
+    return g->kp == 8    ? pick_r<1, 0>(g->r, g->wn)
+           : g->kp == 16 ? pick_r<2, 0>(g->r, g->wn)
+                         : pick_r<4, 0>(g->r, g->wn);
 }
 #endif
 
