@@ -538,6 +538,39 @@ static void gpu_halves(const conv_case *cc, const float *x, const float *w, cons
     free(xh);
 }
 
+/* Case cc's output halves for one draw of random inputs, once with the
+ * environment variable var at each of vals[0 .. nv - 1] (NULL: unset; var
+ * is left unset after), each compared half for half with the first; the
+ * engines into eng. what names the case in a failure. */
+static void same_halves_under(const conv_case *cc, const char *var, const char *const *vals, int nv,
+                              char (*eng)[64], const char *what) {
+    const int p = cc->h + 2 * cc->pad - cc->r + 1, q = cc->w + 2 * cc->pad - cc->s + 1;
+    const size_t nin = (size_t)cc->n * cc->h * cc->w * cc->c,
+                 nw = (size_t)cc->k * cc->c * cc->r * cc->s, nout = (size_t)cc->n * p * q * cc->k;
+    float *x = malloc(nin * sizeof *x), *w = malloc(nw * sizeof *w), b[64];
+    fv_half *got[4] = {NULL, NULL, NULL, NULL};
+    assert_true(nv >= 1 && nv <= 4 && cc->k <= 64 && x && w);
+    for (int m = 0; m < nv; m++)
+        assert_non_null(got[m] = malloc(nout * sizeof *got[m]));
+    fv_test_fill_uniform(x, nin, -1, 1);
+    fv_test_fill_uniform(w, nw, -0.5f, 0.5f);
+    fv_test_fill_uniform(b, 64, -0.5f, 0.5f);
+    for (int m = 0; m < nv; m++) {
+        assert_int_equal(vals[m] ? setenv(var, vals[m], 1) : unsetenv(var), 0);
+        gpu_halves(cc, x, w, b, got[m], nout, eng[m]);
+    }
+    assert_int_equal(unsetenv(var), 0);
+    for (int m = 1; m < nv; m++)
+        for (size_t j = 0; j < nout; j++)
+            if (got[m][j] != got[0][j])
+                fail_msg("%s: half %zu of %zu: 0x%04x with %s %s, 0x%04x with %s %s", what, j, nout,
+                         got[0][j], var, vals[0] ? vals[0] : "unset", got[m][j], var,
+                         vals[m] ? vals[m] : "unset");
+    free(x), free(w);
+    for (int m = 0; m < nv; m++)
+        free(got[m]);
+}
+
 /* The 8-channel two-rows kernels' windows by Hopper's tensor memory
  * accelerator (SM 9.0+: engine names end in "-tma") give the bytes of the
  * cp.async window (FV_CONV_NO_TMA=1), in every block geometry (16, 12, 8, 4
@@ -575,33 +608,17 @@ static void direct_tma_window_gives_the_same_bytes(void **state) {
         fv_context *saved = push_profile_context(path);
         for (size_t i = 0; i < nc; i++) {
             conv_case cc = cases[i];
-            cc.flags = 0; /* the profile decides */
-            const int p = cc.h + 2 * cc.pad - cc.r + 1, q = cc.w + 2 * cc.pad - cc.s + 1;
-            const size_t nin = (size_t)cc.n * cc.h * cc.w * cc.c, nw = (size_t)cc.k * cc.c * 25;
-            const size_t nout = (size_t)cc.n * p * q * cc.k;
-            float *x = malloc(nin * sizeof *x), *w = malloc(nw * sizeof *w), b[32];
-            fv_half *got = malloc(nout * sizeof *got), *want = malloc(nout * sizeof *want);
-            assert_true(x && w && got && want);
-            fv_test_fill_uniform(x, nin, -1, 1);
-            fv_test_fill_uniform(w, nw, -0.5f, 0.5f);
-            fv_test_fill_uniform(b, 32, -0.5f, 0.5f);
-            char eng[64], eng_off[64];
-            gpu_halves(&cc, x, w, b, got, nout, eng);
-            assert_int_equal(setenv("FV_CONV_NO_TMA", "1", 1), 0);
-            gpu_halves(&cc, x, w, b, want, nout, eng_off);
-            assert_int_equal(unsetenv("FV_CONV_NO_TMA"), 0);
-            const size_t el = strlen(eng);
-            const int tma = el > 4 && strcmp(eng + el - 4, "-tma") == 0;
+            cc.flags = 0;                     /* the profile decides */
+            const char *vals[] = {NULL, "1"}; /* TMA, then none */
+            char eng[2][64], what[64];
+            snprintf(what, sizeof what, "engine %s, case %zu", variants[v], i);
+            same_halves_under(&cc, "FV_CONV_NO_TMA", vals, 2, eng, what);
+            const size_t el = strlen(eng[0]);
+            const int tma = el > 4 && strcmp(eng[0] + el - 4, "-tma") == 0;
             printf("  %dx%dx%dx%d k%d %dx%d, engine %s: %s and %s\n", cc.n, cc.h, cc.w, cc.c, cc.k,
-                   cc.r, cc.s, variants[v], eng, eng_off);
+                   cc.r, cc.s, variants[v], eng[0], eng[1]);
             assert_int_equal(tma, hopper);
-            assert_null(strstr(eng_off, "-tma"));
-            for (size_t j = 0; j < nout; j++)
-                if (got[j] != want[j])
-                    fail_msg("engine %s, case %zu: half %zu of %zu: 0x%04x with TMA, 0x%04x "
-                             "without",
-                             variants[v], i, j, nout, got[j], want[j]);
-            free(x), free(w), free(got), free(want);
+            assert_null(strstr(eng[1], "-tma"));
         }
         pop_profile_context(saved);
     }
@@ -738,38 +755,15 @@ static void px_tail_split_gives_the_same_bytes(void **state) {
             cc.flags = 0; /* the profile decides */
             assert_int_equal(setenv("FV_CONV_PX_SPLIT", "2", 1), 0);
             const double err = run_case(&cc, 0);
-            const int p = cc.h + 2 * cc.pad - cc.r + 1, q = cc.w + 2 * cc.pad - cc.s + 1;
-            const size_t nin = (size_t)cc.n * cc.h * cc.w * cc.c,
-                         nw = (size_t)cc.k * cc.c * cc.r * cc.s;
-            const size_t nout = (size_t)cc.n * p * q * cc.k;
-            float *x = malloc(nin * sizeof *x), *w = malloc(nw * sizeof *w), b[32];
-            fv_half *got[3];
-            char eng[3][64];
-            for (int m = 0; m < 3; m++)
-                got[m] = malloc(nout * sizeof *got[m]);
-            assert_true(x && w && got[0] && got[1] && got[2]);
-            fv_test_fill_uniform(x, nin, -1, 1);
-            fv_test_fill_uniform(w, nw, -0.5f, 0.5f);
-            fv_test_fill_uniform(b, 32, -0.5f, 0.5f);
-            gpu_halves(&cc, x, w, b, got[0], nout, eng[0]); /* =2: split */
-            assert_int_equal(setenv("FV_CONV_PX_SPLIT", "0", 1), 0);
-            gpu_halves(&cc, x, w, b, got[1], nout, eng[1]);
-            assert_int_equal(unsetenv("FV_CONV_PX_SPLIT"), 0);
-            gpu_halves(&cc, x, w, b, got[2], nout, eng[2]);
+            const char *vals[] = {"2", "0", NULL}; /* split, whole segments, the default */
+            char eng[3][64], what[64];
+            snprintf(what, sizeof what, "engine %s, case %zu", variants[v], i);
+            same_halves_under(&cc, "FV_CONV_PX_SPLIT", vals, 3, eng, what);
             printf("  %dx%dx%dx%d k%d %dx%d, engine %s: %s, rel err %.2e (split)\n", cc.n, cc.h,
                    cc.w, cc.c, cc.k, cc.r, cc.s, variants[v], eng[0], err);
             assert_true(err <= 2e-3);
             for (int m = 0; m < 3; m++)
                 assert_non_null(strstr(eng[m], "fovea-wgmma-px-"));
-            for (int m = 1; m < 3; m++)
-                for (size_t j = 0; j < nout; j++)
-                    if (got[m][j] != got[0][j])
-                        fail_msg("engine %s, case %zu: half %zu of %zu: 0x%04x split, 0x%04x %s",
-                                 variants[v], i, j, nout, got[0][j], got[m][j],
-                                 m == 1 ? "unsplit" : "by default");
-            free(x), free(w);
-            for (int m = 0; m < 3; m++)
-                free(got[m]);
         }
         pop_profile_context(saved);
     }
