@@ -26,6 +26,9 @@
 // time (1920x1080x8->32 5x5 paired 0.0614-0.0625 ms, 1920x1080x8->8 0.0260-0.0264; kept in the
 // library), its prologue alone 3.7-3.9 us (the launch); -DWS_SEQG=2 (consumers gather, loads
 // first) 0.96x at K 8, level at K 32 (dropped).
+// Session 55 (prepared, not run): -DWS_TMA_STORE=2, a step's staged tile out by one TMA box in
+// the swizzle that frees the dense tile's stmatrix of bank conflicts (the consumers issue no
+// global stores: 90 registers against 110); run by run_ws_harness.sh's default variants.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_fp16.h>
@@ -56,7 +59,12 @@
                        has issued its step's MMAs, 2 once they are done; 0 no order */
 #define WS_PINGPONG 0
 #endif
-#ifndef WS_TMA_STORE /* 1: the staged tile goes out by TMA stores (dense, unpadded staging) */
+#ifndef WS_TMA_STORE /* 1: the staged tile goes out by TMA stores (dense, unpadded staging, boxes  \
+                        of 1 KB: 1.20x slower at K 32, session 52); 2: a step's staged tile as one \
+                        TMA box (8 NF channels x 128 pixels x OR rows) in the swizzle that makes   \
+                        the dense tile's stmatrix free of bank conflicts (64 B at K 32, 32 B at K  \
+                        16, none at K 8), the consumers issuing no global stores (session 55,      \
+                        prepared, not run) */
 #define WS_TMA_STORE 0
 #endif
 #ifndef WS_EARLY /* 1: the producer asks for its first NBUF windows before the weights are staged  \
@@ -118,7 +126,10 @@ template <int NF, int R, int SEG> struct G {
     static constexpr unsigned WINB = RIN * WC * 16,
                               SEQB = WS_PACK ? NPAIR * 2048u : KS * L * NF * 256,
                               STGB = OR * NP * PITCH;
-    static constexpr size_t SMEM = NBUF * (size_t)WINB + SEQB + CONS * (size_t)STGB + 256;
+    /* WS_TMA_STORE 2: the staged tiles from a 1024-byte boundary (the swizzle is of address bits)
+     */
+    static constexpr size_t SMEM =
+        NBUF * (size_t)WINB + SEQB + CONS * (size_t)STGB + 256 + (WS_TMA_STORE == 2 ? 1024 : 0);
 };
 
 struct Args {
@@ -251,7 +262,9 @@ __global__ void __launch_bounds__(THREADS, 1)
               const __grid_constant__ CUtensorMap tmo) {
     using g = G<NF, R, SEG>;
     extern __shared__ __align__(128) unsigned char smem[];
-    unsigned char *win = smem, *seq = smem + NBUF * g::WINB, *stg = seq + g::SEQB;
+    unsigned char *win = smem, *seq = smem + NBUF * g::WINB,
+                  *stg = seq + g::SEQB +
+                         (WS_TMA_STORE == 2 ? (1024 - sa(seq + g::SEQB) % 1024) % 1024 : 0);
     float *sbias = reinterpret_cast<float *>(stg + CONS * g::STGB);
     uint64_t *full = reinterpret_cast<uint64_t *>(sbias + 32), *empty = full + NBUF,
              *turn = empty + NBUF, *seqbar = turn + CONS;
@@ -358,8 +371,14 @@ __global__ void __launch_bounds__(THREADS, 1)
     for (int i = 0; i < 2; i++)
         ci[i] = (16 * warp + (lane >> 2) + 8 * i) % (8 * NF), bi[i] = sbias[ci[i]];
     const int m = lane >> 3, mrow0 = 16 * warp + 8 * (m & 1);
+    /* WS_TMA_STORE 2: pixel px's 16-byte chunk k at chunk k ^ (px / 2 % 4) (64 B swizzle, K 32)
+     * or k ^ (px / 4 % 2) (32 B, K 16); a lane's px % 8 is lane % 8 */
+    const int swz = WS_TMA_STORE != 2 ? 0
+                    : NF == 4         ? ((lane & 7) >> 1) & 3
+                    : NF == 2         ? ((lane & 7) >> 2) & 1
+                                      : 0;
     const unsigned sbase = sa(my) + (unsigned)(((mrow0 / (8 * NF)) * NP + (lane & 7)) * g::PITCH +
-                                               (mrow0 % (8 * NF)) * 2);
+                                               ((((mrow0 % (8 * NF)) / 8) ^ swz) * 16));
     float d[64];
 #if WS_PINGPONG
     /* consumer c's step k follows its predecessor's step k (c > 0) or k - 1 (c 0), where that
@@ -457,7 +476,16 @@ __global__ void __launch_bounds__(THREADS, 1)
 #endif
             named_sync(1 + c); /* staged; every warp past its MMAs */
             if (st == g::STEPS - 1 && tid == 0) bar_arrive(&empty[b]);
-#if WS_TMA_STORE
+#if WS_TMA_STORE == 2
+            if (tid == 0) { /* the step's tile: one box; rows and pixels past the frame clipped */
+                asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group "
+                             "[%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+                                 reinterpret_cast<unsigned long long>(&tmo)),
+                             "r"(sa(my)), "r"(0), "r"(sx * NP), "r"(sy * SEG + st * g::OR), "r"(img)
+                             : "memory");
+                asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+            }
+#elif WS_TMA_STORE
             if (tid == 0) {
                 constexpr int WPR = NP * 4 * NF, BOXW = WPR > 256 ? 256 : WPR; /* words */
                 for (int bb = 0; bb < g::OR; bb++) {
@@ -561,7 +589,23 @@ template <int NF, int R, int SEG> int run(int H, int Wd, int N, bool full_check,
         return 1;
     }
     CUtensorMap tmo;
-    {
+    if (WS_TMA_STORE == 2) { /* (channels, Q, P, N) halves, a box a step's staged tile */
+        const cuuint64_t od[4] = {(cuuint64_t)K, (cuuint64_t)Q, (cuuint64_t)P, (cuuint64_t)N};
+        const cuuint64_t os[3] = {(cuuint64_t)K * 2, (cuuint64_t)Q * K * 2,
+                                  (cuuint64_t)P * Q * K * 2};
+        const cuuint32_t ob[4] = {(cuuint32_t)K, (cuuint32_t)NP, (cuuint32_t)g::OR, 1},
+                         u4[4] = {1, 1, 1, 1};
+        if (enc(&tmo, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, dy, od, os, ob, u4,
+                CU_TENSOR_MAP_INTERLEAVE_NONE,
+                NF == 4   ? CU_TENSOR_MAP_SWIZZLE_64B
+                : NF == 2 ? CU_TENSOR_MAP_SWIZZLE_32B
+                          : CU_TENSOR_MAP_SWIZZLE_NONE,
+                CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+            printf("encode (output, one box) failed\n");
+            return 1;
+        }
+    } else {
         const cuuint64_t od[3] = {(cuuint64_t)Q * 4 * NF, (cuuint64_t)P, (cuuint64_t)N};
         const cuuint64_t os[2] = {(cuuint64_t)Q * K * 2, (cuuint64_t)P * Q * K * 2};
         const cuuint32_t ob[3] = {(cuuint32_t)std::min(256, NP * 4 * NF), 1, 1};
