@@ -717,11 +717,14 @@ static void direct_wgmma_matches_cpu_reference(void **state) {
 /* The pixels-along-N kernels (908, 916; 958, 966 paired at K 32) split the
  * last round's segments into pieces of one step each where that evens out
  * the blocks' shares; FV_CONV_PX_SPLIT=2 splits them whenever a segment has
- * more than one step, =0 never. The same MMAs in the same order: the same
- * bytes either way, and the CPU's answer: K 8 (16-row segments: two steps),
- * 16 and 32, 3x3 and 5x5, pieces past the frame's last row, more segments
- * than blocks (a remainder of 72 and of 104 on 132 SMs), a batch of 2. */
-static void px_tail_split_gives_the_same_bytes(void **state) {
+ * more than one step, =0 never. FV_CONV_PX_TMA_STORE=1 sends each step's
+ * staged tile out as one TMA box (swizzled staging). The same MMAs in the
+ * same order: the same bytes every way, and the CPU's answer, into whole
+ * outputs and channel slices: K 8 (16-row segments: two steps), 16 and 32,
+ * 3x3 and 5x5, pieces past the frame's last row, partial strips, more
+ * segments than blocks (a remainder of 72 and of 104 on 132 SMs), a batch
+ * of 2. */
+static void px_knobs_give_the_same_bytes(void **state) {
     (void)state;
     fv_context_info ci;
     FV_ASSERT_OK(fv_context_info_get(gpu, &ci));
@@ -764,6 +767,19 @@ static void px_tail_split_gives_the_same_bytes(void **state) {
             assert_true(err <= 2e-3);
             for (int m = 0; m < 3; m++)
                 assert_non_null(strstr(eng[m], "fovea-wgmma-px-"));
+            /* the staged tiles by TMA: against the CPU (whole and slices), and the bytes */
+            assert_int_equal(setenv("FV_CONV_PX_TMA_STORE", "1", 1), 0);
+            for (int slice = 0; slice < 2; slice++) {
+                g_slice = slice;
+                if (slice && cc.k % 8) continue; /* a slice's K: a multiple of 8 */
+                const double e = run_case(&cc, 0);
+                printf("    TMA store%s: %s, rel err %.2e\n", slice ? " (slice)" : "",
+                       last_info.engine, e);
+                assert_true(e <= 2e-3);
+            }
+            g_slice = 0;
+            const char *tvals[] = {"1", NULL};
+            same_halves_under(&cc, "FV_CONV_PX_TMA_STORE", tvals, 2, eng, what);
         }
         pop_profile_context(saved);
     }
@@ -1927,7 +1943,7 @@ int main(void) {
         cmocka_unit_test(direct_kernel_variants_from_profile),
         cmocka_unit_test(direct_tma_window_gives_the_same_bytes),
         cmocka_unit_test(direct_wgmma_matches_cpu_reference),
-        cmocka_unit_test(px_tail_split_gives_the_same_bytes),
+        cmocka_unit_test(px_knobs_give_the_same_bytes),
         cmocka_unit_test(direct_kernel_packed_taps_variants),
         cmocka_unit_test(legacy_fused_from_profile),
         cmocka_unit_test(residual_matches_cpu_reference),
@@ -1957,7 +1973,7 @@ int main(void) {
         cmocka_unit_test(matches_cpu_reference),
         cmocka_unit_test(direct_tma_window_gives_the_same_bytes),
         cmocka_unit_test(direct_wgmma_matches_cpu_reference),
-        cmocka_unit_test(px_tail_split_gives_the_same_bytes),
+        cmocka_unit_test(px_knobs_give_the_same_bytes),
         cmocka_unit_test(direct_kernel_packed_taps_variants),
         cmocka_unit_test(residual_is_checked),
         cmocka_unit_test(output_slice_is_checked),

@@ -58,25 +58,27 @@ constexpr int CONS = 3;   /* consumer warpgroups (128 registers, no spills) */
 constexpr int THREADS = 128 * (1 + CONS);
 
 /* The geometry of kernel <NF (K / 8), R, SEG, CG (input channels / 8), PK
- * (taps in pairs across rows)>.
+ * (taps in pairs across rows), TS (the staged tile out by one TMA box)>.
  * The window: RIN rows of WC pixels x 8 CG channels, NHWC as in global
  * memory (CG 4: in the 64-byte swizzle, rows of 64 bytes in atoms of 512,
  * as wgmma reads a K-major operand of 32 channels). */
-template <int NF, int R, int SEG, int CG, int PK = 0> struct geo {
-    static constexpr int OR = 8 / NF,         /* output rows a step */
-        KS = (R * 8 * CG + 15) / 16,          /* 16-wide steps a filter row */
-        RIN = SEG + R - 1,                    /* input rows a segment */
-        L = 2 * OR + R - 2,                   /* positions of the weight sequence */
-        PITCH = 16 * NF + (NF > 1 ? 16 : 0),  /* bytes a staged pixel: no bank conflicts */
-        WC = CG == 1 ? 3 * PIECE : 136,       /* window pixels a row: NP + taps */
-        NBUF = CG == 1 ? 3 : 4,               /* window buffers */
-        NPAIR = ((OR + R - 1) * R + 1) / 2;   /* PK: MMAs a step, a pair of taps each */
-    static constexpr unsigned ROWU = CG * WC, /* a window row in 16-byte units */
+template <int NF, int R, int SEG, int CG, int PK = 0, int TS = 0> struct geo {
+    static constexpr int OR = 8 / NF, /* output rows a step */
+        KS = (R * 8 * CG + 15) / 16,  /* 16-wide steps a filter row */
+        RIN = SEG + R - 1,            /* input rows a segment */
+        L = 2 * OR + R - 2,           /* positions of the weight sequence */
+        /* bytes a staged pixel: no bank conflicts (TS: dense, in the swizzle) */
+        PITCH = 16 * NF + (NF > 1 && !TS ? 16 : 0),
+                         WC = CG == 1 ? 3 * PIECE : 136, /* window pixels a row: NP + taps */
+        NBUF = CG == 1 ? 3 : 4,                          /* window buffers */
+        NPAIR = ((OR + R - 1) * R + 1) / 2;              /* PK: MMAs a step, a pair of taps each */
+    static constexpr unsigned ROWU = CG * WC,            /* a window row in 16-byte units */
         WINB = RIN * ROWU * 16, SEQB = PK ? NPAIR * 2048u : KS * L * NF * 256,
                               STGB = OR * NP * PITCH;
-    /* windows, the sequence, a staged tile a consumer, the bias (128
-     * bytes), the mbarriers (128) */
-    static constexpr size_t SMEM = NBUF * (size_t)WINB + SEQB + CONS * (size_t)STGB + 256;
+    /* windows, the sequence, a staged tile a consumer (TS: from a
+     * 1024-byte boundary), the bias (128 bytes), the mbarriers (128) */
+    static constexpr size_t SMEM =
+        NBUF * (size_t)WINB + SEQB + CONS * (size_t)STGB + 256 + (TS ? 1024 : 0);
     static_assert(WINB % (CG == 1 ? 128 : 512) == 0 && (2 * NBUF + 1) * 8 <= 128,
                   "window buffers (whole swizzle atoms), mbarriers");
 };
@@ -231,12 +233,12 @@ __device__ __forceinline__ void produce(const px_args &a, const CUtensorMap *tm,
 /* Consumer c (0 .. CONS - 1): items c, c + CONS, ... of the block. (A
  * step's stores overlapping the next step's MMAs within an item measured
  * level: RESULTS.md, session 55.) */
-template <int NF, int R, int SEG, int CG, int PK, int ACT>
+template <int NF, int R, int SEG, int CG, int PK, int TS, int ACT>
 __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned char *win,
                                         const unsigned char *seq, unsigned char *stg,
                                         unsigned long long *full, unsigned long long *empty,
-                                        const float *sbias) {
-    using g = geo<NF, R, SEG, CG, PK>;
+                                        const float *sbias, const CUtensorMap *tmo) {
+    using g = geo<NF, R, SEG, CG, PK, TS>;
     /* input rows a step, the sequence's position of W_0 */
     constexpr int RINS = g::OR + R - 1, C0 = g::OR + R - 2;
     const int tid = threadIdx.x & 127, warp = tid >> 5, lane = tid & 31;
@@ -247,9 +249,13 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
         ci[i] = (16 * warp + (lane >> 2) + 8 * i) % (8 * NF), bi[i] = sbias[ci[i]];
     /* this lane's row address for stmatrix: matrix m = lane / 8 of each x4 */
     const int m = lane >> 3, mrow0 = 16 * warp + 8 * (m & 1);
+    /* TS: pixel px's 16-byte chunk k at chunk k ^ (px / 2 % 4) (the 64-byte
+     * swizzle, K 32) or k ^ (px / 4 % 2) (32-byte, K 16), which makes each
+     * stmatrix conflict-free; a lane's px % 8 is lane % 8 */
+    const int swz = !TS ? 0 : NF == 4 ? ((lane & 7) >> 1) & 3 : NF == 2 ? ((lane & 7) >> 2) & 1 : 0;
     const unsigned sbase =
-        smem_u32(stg) +
-        (unsigned)(((mrow0 / (8 * NF)) * NP + (lane & 7)) * g::PITCH + (mrow0 % (8 * NF)) * 2);
+        smem_u32(stg) + (unsigned)(((mrow0 / (8 * NF)) * NP + (lane & 7)) * g::PITCH +
+                                   ((((mrow0 % (8 * NF)) / 8) ^ swz) * 16));
     float d[NP / 2]; /* no initial values: a step's first MMA ignores them */
     /* step st's MMAs on window buffer b, committed, not waited for */
     auto mmas = [&](int b, int st) {
@@ -306,6 +312,10 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
     auto stage = [&]() {
         wg_wait<0>();
         wg_pin(d);
+        if (TS) { /* the last step's box has been read out of the staged tile */
+            if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+            group_sync(1 + c);
+        }
 #pragma unroll
         for (int j = 0; j < NP / 8; j += 2) {
             unsigned v[4];
@@ -317,10 +327,23 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
             }
             stsm_x4_trans(v, sbase + (unsigned)(8 * (j + (m >> 1)) * g::PITCH));
         }
+        if (TS) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* seen by TMA */
         group_sync(1 + c); /* staged; every warp past its MMAs */
     };
     /* the staged tile of step st of item at, 16 bytes a thread at a time */
     auto store = [&](const int4 &at, int st) {
+        if (TS) { /* one box: (channels, pixels, the step's rows), clipped at the frame's edges */
+            if (tid == 0) {
+                asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group "
+                             "[%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+                                 reinterpret_cast<unsigned long long>(tmo)),
+                             "r"(smem_u32(stg)), "r"(0), "r"(at.z), "r"(at.y + st * g::OR),
+                             "r"(at.x)
+                             : "memory");
+                asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+            }
+            return;
+        }
         constexpr int CH = g::OR * NP * NF; /* 16-byte pieces: 8 NP */
 #pragma unroll
         for (int n = 0; n < CH / 128; n++) {
@@ -345,6 +368,7 @@ __device__ __forceinline__ void consume(const px_args &a, int c, const unsigned 
             store(at, st);
         }
     }
+    if (TS && tid == 0) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 #endif
 
@@ -391,13 +415,15 @@ __global__ void px_seq_kernel(const __half *w, int kr, __half *out) {
 }
 
 #if FV_TMA
-template <int NF, int R, int SEG, int CG, int PK>
+template <int NF, int R, int SEG, int CG, int PK, int TS>
 __global__ void __launch_bounds__(THREADS, 1)
-    conv_wgmma_px_kernel(const px_args a, const __grid_constant__ CUtensorMap tm) {
+    conv_wgmma_px_kernel(const px_args a, const __grid_constant__ CUtensorMap tm,
+                         const __grid_constant__ CUtensorMap tmo) {
 #if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using g = geo<NF, R, SEG, CG, PK>;
+    using g = geo<NF, R, SEG, CG, PK, TS>;
     extern __shared__ __align__(1024) unsigned char smem[]; /* whole swizzle atoms */
     unsigned char *win = smem, *seq = smem + g::NBUF * g::WINB, *stg = seq + g::SEQB;
+    if (TS) stg += (1024u - smem_u32(stg) % 1024u) % 1024u; /* the swizzle is of address bits */
     float *sbias = reinterpret_cast<float *>(stg + CONS * g::STGB);
     unsigned long long *full = reinterpret_cast<unsigned long long *>(sbias + 32),
                        *empty = full + g::NBUF, *sbar = empty + g::NBUF;
@@ -432,33 +458,42 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
     asm volatile("bar.sync %0, %1;\n" ::"r"(LANDED), "r"(WAITERS) : "memory");
     fv_k::with_act(a.act, [&](auto act) {
-        consume<NF, R, SEG, CG, PK, decltype(act)::value>(
-            a, wg - 1, win, seq, stg + (wg - 1) * g::STGB, full, empty, sbias);
+        consume<NF, R, SEG, CG, PK, TS, decltype(act)::value>(
+            a, wg - 1, win, seq, stg + (wg - 1) * g::STGB, full, empty, sbias, &tmo);
     });
 #endif
 }
 
-typedef void (*px_kernel_fn)(const px_args, const CUtensorMap);
+typedef void (*px_kernel_fn)(const px_args, const CUtensorMap, const CUtensorMap);
 
-template <int NF, int R, int PK> px_kernel_fn pick_seg(int seg) {
-    return seg == 8 ? conv_wgmma_px_kernel<NF, R, 8, 1, PK>
-                    : conv_wgmma_px_kernel<NF, R, 16, 1, PK>;
+template <int NF, int R, int PK, int TS> px_kernel_fn pick_seg(int seg) {
+    return seg == 8 ? conv_wgmma_px_kernel<NF, R, 8, 1, PK, TS>
+                    : conv_wgmma_px_kernel<NF, R, 16, 1, PK, TS>;
 }
-template <int NF, int PK> px_kernel_fn pick_r(int r, int seg) {
-    return r == 3 ? pick_seg<NF, 3, PK>(seg) : pick_seg<NF, 5, PK>(seg);
+template <int NF, int PK, int TS> px_kernel_fn pick_r(int r, int seg) {
+    return r == 3 ? pick_seg<NF, 3, PK, TS>(seg) : pick_seg<NF, 5, PK, TS>(seg);
+}
+template <int TS> px_kernel_fn pick_ts(const fv__conv_direct_geom *g) {
+    if (g->wp) return pick_r<4, 1, TS>(g->r, g->wn); /* taps in pairs: K 32 only */
+    return g->kp == 8    ? pick_r<1, 0, TS>(g->r, g->wn)
+           : g->kp == 16 ? pick_r<2, 0, TS>(g->r, g->wn)
+                         : pick_r<4, 0, TS>(g->r, g->wn);
 }
 px_kernel_fn pick(const fv__conv_direct_geom *g) {
-    if (g->cs == 32) return conv_wgmma_px_kernel<4, 3, 2, 4, 0>;
-    if (g->wp) return pick_r<4, 1>(g->r, g->wn); /* taps in pairs: K 32 only */
-    return g->kp == 8    ? pick_r<1, 0>(g->r, g->wn)
-           : g->kp == 16 ? pick_r<2, 0>(g->r, g->wn)
-                         : pick_r<4, 0>(g->r, g->wn);
+    if (g->cs == 32) return conv_wgmma_px_kernel<4, 3, 2, 4, 0, 0>;
+    return g->ws ? pick_ts<1>(g) : pick_ts<0>(g);
 }
 #endif
 
-template <int NF, int PK> size_t smem_r(int r, int seg) {
-    return r == 3 ? (seg == 8 ? geo<NF, 3, 8, 1, PK>::SMEM : geo<NF, 3, 16, 1, PK>::SMEM)
-                  : (seg == 8 ? geo<NF, 5, 8, 1, PK>::SMEM : geo<NF, 5, 16, 1, PK>::SMEM);
+template <int NF, int PK, int TS> size_t smem_r(int r, int seg) {
+    return r == 3 ? (seg == 8 ? geo<NF, 3, 8, 1, PK, TS>::SMEM : geo<NF, 3, 16, 1, PK, TS>::SMEM)
+                  : (seg == 8 ? geo<NF, 5, 8, 1, PK, TS>::SMEM : geo<NF, 5, 16, 1, PK, TS>::SMEM);
+}
+template <int TS> size_t smem_ts(const fv__conv_direct_geom *g) {
+    if (g->wp) return smem_r<4, 1, TS>(g->r, g->wn);
+    return g->kp == 8    ? smem_r<1, 0, TS>(g->r, g->wn)
+           : g->kp == 16 ? smem_r<2, 0, TS>(g->r, g->wn)
+                         : smem_r<4, 0, TS>(g->r, g->wn);
 }
 
 } // namespace
@@ -477,10 +512,7 @@ bool px_shape_ok(const fv__conv_direct_geom *g) {
 
 size_t px_smem(const fv__conv_direct_geom *g) {
     if (g->cs == 32) return geo<4, 3, 2, 4>::SMEM;
-    if (g->wp) return smem_r<4, 1>(g->r, g->wn);
-    return g->kp == 8    ? smem_r<1, 0>(g->r, g->wn)
-           : g->kp == 16 ? smem_r<2, 0>(g->r, g->wn)
-                         : smem_r<4, 0>(g->r, g->wn);
+    return g->ws ? smem_ts<1>(g) : smem_ts<0>(g);
 }
 
 int px_threads(void) {
@@ -626,7 +658,30 @@ fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const vo
     const int tiles = a.strips * a.segs_y * g->n;
     tail_split(g, tiles, &a);
     a.act = (int)act, a.alpha = alpha;
-    pick(g)<<<g->grid, THREADS, px_smem(g), stream>>>(a, tm);
+    /* the output as (kp channels, Q, P, N) halves, pixels ys apart, a box
+     * a step's staged tile in the swizzle stmatrix wrote it in (TS only;
+     * otherwise tm again, unused) */
+    CUtensorMap tmo = tm;
+    if (g->ws) {
+        const int ys = g->ys ? g->ys : g->kp, orows = 64 / g->kp;
+        const cuuint64_t dims[4] = {(cuuint64_t)g->kp, (cuuint64_t)g->q, (cuuint64_t)g->p,
+                                    (cuuint64_t)g->n};
+        const cuuint64_t strides[3] = {(cuuint64_t)ys * 2, (cuuint64_t)ys * 2 * g->q,
+                                       (cuuint64_t)ys * 2 * g->q * g->p};
+        const cuuint32_t box[4] = {(cuuint32_t)g->kp, (cuuint32_t)NP, (cuuint32_t)orows, 1},
+                         unit[4] = {1, 1, 1, 1};
+        r = encode(&tmo, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, y, dims, strides, box, unit,
+                   CU_TENSOR_MAP_INTERLEAVE_NONE,
+                   g->kp == 32   ? CU_TENSOR_MAP_SWIZZLE_64B
+                   : g->kp == 16 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                 : CU_TENSOR_MAP_SWIZZLE_NONE,
+                   CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        FV_REQUIRE(r == CUDA_SUCCESS, FV_ERR_INTERNAL,
+                   "direct conv (wgmma, pixels along N): cuTensorMapEncodeTiled failed (%d) for "
+                   "the output %dx%dx%d (pixels %d apart) x %d",
+                   (int)r, g->p, g->q, g->kp, ys, g->n);
+    }
+    pick(g)<<<g->grid, THREADS, px_smem(g), stream>>>(a, tm, tmo);
     FV_CUDA_TRY(cudaGetLastError());
     return FV_OK;
 }
