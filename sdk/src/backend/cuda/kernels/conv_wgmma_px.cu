@@ -40,7 +40,12 @@
  * wgmma reads as a K-major B (the planes of 8 channels tried first, a 5-D
  * box of 16-byte rows, took 1.7x as long). Results: FP32 sums of the same
  * products as the other direct kernels in the tensor cores' order
- * (checked against the CPU). */
+ * (checked against the CPU).
+ *
+ * TS (FV_CONV_PX_TMA_STORE=1, a measurement knob, session 55): each step's
+ * tile is staged dense in the swizzle that keeps stmatrix free of bank
+ * conflicts and goes out as one TMA box, so the consumers issue no global
+ * stores. */
 #include <cuda_fp16.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,16 +68,15 @@ constexpr int THREADS = 128 * (1 + CONS);
  * memory (CG 4: in the 64-byte swizzle, rows of 64 bytes in atoms of 512,
  * as wgmma reads a K-major operand of 32 channels). */
 template <int NF, int R, int SEG, int CG, int PK = 0, int TS = 0> struct geo {
-    static constexpr int OR = 8 / NF, /* output rows a step */
-        KS = (R * 8 * CG + 15) / 16,  /* 16-wide steps a filter row */
-        RIN = SEG + R - 1,            /* input rows a segment */
-        L = 2 * OR + R - 2,           /* positions of the weight sequence */
-        /* bytes a staged pixel: no bank conflicts (TS: dense, in the swizzle) */
-        PITCH = 16 * NF + (NF > 1 && !TS ? 16 : 0),
-                         WC = CG == 1 ? 3 * PIECE : 136, /* window pixels a row: NP + taps */
-        NBUF = CG == 1 ? 3 : 4,                          /* window buffers */
-        NPAIR = ((OR + R - 1) * R + 1) / 2;              /* PK: MMAs a step, a pair of taps each */
-    static constexpr unsigned ROWU = CG * WC,            /* a window row in 16-byte units */
+    static constexpr int OR = 8 / NF,               /* output rows a step */
+        KS = (R * 8 * CG + 15) / 16,                /* 16-wide steps a filter row */
+        RIN = SEG + R - 1,                          /* input rows a segment */
+        L = 2 * OR + R - 2,                         /* positions of the weight sequence */
+        PITCH = 16 * NF + (NF > 1 && !TS ? 16 : 0), /* a staged pixel's bytes (TS: swizzled) */
+        WC = CG == 1 ? 3 * PIECE : 136,             /* window pixels a row: NP + taps */
+        NBUF = CG == 1 ? 3 : 4,                     /* window buffers */
+        NPAIR = ((OR + R - 1) * R + 1) / 2;         /* PK: MMAs a step, a pair of taps each */
+    static constexpr unsigned ROWU = CG * WC,       /* a window row in 16-byte units */
         WINB = RIN * ROWU * 16, SEQB = PK ? NPAIR * 2048u : KS * L * NF * 256,
                               STGB = OR * NP * PITCH;
     /* windows, the sequence, a staged tile a consumer (TS: from a
