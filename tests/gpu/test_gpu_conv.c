@@ -717,10 +717,10 @@ static void direct_wgmma_matches_cpu_reference(void **state) {
 /* The pixels-along-N kernels (908, 916; 958, 966 paired at K 32) split the
  * last round's segments into pieces of one step each where that evens out
  * the blocks' shares; FV_CONV_PX_SPLIT=2 splits them whenever a segment has
- * more than one step, =0 never. FV_CONV_PX_TMA_STORE=1 sends each step's
- * staged tile out as one TMA box (swizzled staging). The same MMAs in the
- * same order: the same bytes every way, and the CPU's answer, into whole
- * outputs and channel slices: K 8 (16-row segments: two steps), 16 and 32,
+ * more than one step, =0 never. Each step's staged tile goes out as one
+ * TMA box (swizzled staging), or with FV_CONV_PX_TMA_STORE=0 by the
+ * consumers' own stores. The same MMAs in the same order: the same bytes
+ * every way, and the CPU's answer, into whole outputs and channel slices: K 8 (16-row segments: two steps), 16 and 32,
  * 3x3 and 5x5, pieces past the frame's last row, partial strips, more
  * segments than blocks (a remainder of 72 and of 104 on 132 SMs), a batch
  * of 2. */
@@ -767,18 +767,22 @@ static void px_knobs_give_the_same_bytes(void **state) {
             assert_true(err <= 2e-3);
             for (int m = 0; m < 3; m++)
                 assert_non_null(strstr(eng[m], "fovea-wgmma-px-"));
-            /* the staged tiles by TMA: against the CPU (whole and slices), and the bytes */
-            assert_int_equal(setenv("FV_CONV_PX_TMA_STORE", "1", 1), 0);
-            for (int slice = 0; slice < 2; slice++) {
-                g_slice = slice;
-                if (slice && cc.k % 8) continue; /* a slice's K: a multiple of 8 */
-                const double e = run_case(&cc, 0);
-                printf("    TMA store%s: %s, rel err %.2e\n", slice ? " (slice)" : "",
-                       last_info.engine, e);
-                assert_true(e <= 2e-3);
-            }
+            /* the staged tiles by TMA (the default) and by the consumers'
+             * stores: against the CPU (whole and slices), and the bytes */
+            const char *tvals[] = {NULL, "0"};
+            for (int t = 0; t < 2; t++)
+                for (int slice = 0; slice < 2; slice++) {
+                    assert_int_equal(t ? setenv("FV_CONV_PX_TMA_STORE", tvals[t], 1)
+                                       : unsetenv("FV_CONV_PX_TMA_STORE"),
+                                     0);
+                    g_slice = slice;
+                    if (slice && cc.k % 8) continue; /* a slice's K: a multiple of 8 */
+                    const double e = run_case(&cc, 0);
+                    printf("    %s%s: %s, rel err %.2e\n", t ? "own stores" : "TMA store",
+                           slice ? " (slice)" : "", last_info.engine, e);
+                    assert_true(e <= 2e-3);
+                }
             g_slice = 0;
-            const char *tvals[] = {"1", NULL};
             same_halves_under(&cc, "FV_CONV_PX_TMA_STORE", tvals, 2, eng, what);
         }
         pop_profile_context(saved);

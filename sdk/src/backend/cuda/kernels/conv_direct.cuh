@@ -106,8 +106,9 @@ typedef struct fv__conv_direct_geom {
                        the blocks' shares (1); FV_CONV_PX_SPLIT=0 in the
                        environment: never (0); =2: always, for tests (2) */
     int ws;         /* wg 2, 8 channels read, set by fv__conv_direct_prepare: 1, a
-                       step's staged tile goes out as one TMA box
-                       (FV_CONV_PX_TMA_STORE=1 in the environment; measurement) */
+                       step's staged tile goes out as one TMA box (the default);
+                       0, by the consumers' own stores (FV_CONV_PX_TMA_STORE=0 in
+                       the environment, for A/B timing) */
 } fv__conv_direct_geom;
 
 /* Fills kr and checks that the kernel runs g on device `device`; smem gets

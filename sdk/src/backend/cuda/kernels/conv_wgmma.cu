@@ -426,7 +426,7 @@ extern "C" fv_status fv__conv_wgmma_prepare(fv__conv_direct_geom *g) {
     const char *split = getenv("FV_CONV_PX_SPLIT");
     g->wt = !split ? 1 : strcmp(split, "0") == 0 ? 0 : strcmp(split, "2") == 0 ? 2 : 1;
     const char *ts = getenv("FV_CONV_PX_TMA_STORE");
-    g->ws = g->wg == 2 && g->cs == 8 && ts && strcmp(ts, "1") == 0;
+    g->ws = g->wg == 2 && g->cs == 8 && !(ts && strcmp(ts, "0") == 0);
     FV_CUDA_TRY(cudaGetDevice(&dev));
     FV_REQUIRE(shape_ok(g) && runs_here(dev, g, why, sizeof why), FV_ERR_NOT_SUPPORTED,
                "direct conv (wgmma): %s", shape_ok(g) ? why : "geometry out of range");
