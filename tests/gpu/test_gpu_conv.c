@@ -720,10 +720,10 @@ static void direct_wgmma_matches_cpu_reference(void **state) {
  * more than one step, =0 never. Each step's staged tile goes out as one
  * TMA box (swizzled staging), or with FV_CONV_PX_TMA_STORE=0 by the
  * consumers' own stores. The same MMAs in the same order: the same bytes
- * every way, and the CPU's answer, into whole outputs and channel slices: K 8 (16-row segments: two steps), 16 and 32,
- * 3x3 and 5x5, pieces past the frame's last row, partial strips, more
- * segments than blocks (a remainder of 72 and of 104 on 132 SMs), a batch
- * of 2. */
+ * every way, and the CPU's answer, into whole outputs and channel slices:
+ * K 8 (16-row segments: two steps), 16 and 32, 3x3 and 5x5, pieces past
+ * the frame's last row, partial strips, more segments than blocks (a
+ * remainder of 72 and of 104 on 132 SMs), a batch of 2. */
 static void px_knobs_give_the_same_bytes(void **state) {
     (void)state;
     fv_context_info ci;
