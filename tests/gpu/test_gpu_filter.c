@@ -934,6 +934,97 @@ static void fused_replays_from_a_cuda_graph(void **state) {
 static void direct_replays_from_a_cuda_graph(void **state) {
     graph_replay(FV_FILTER_ENGINE_DIRECT);
 }
+
+/* DIRECT applies back to back, each reading the frame the one before it
+ * wrote and writing the frame the one before it read (ping-pong, GRAY8
+ * 1920x1080: the 3 x 3 strip kernel and the 5 x 5 tile kernel), eagerly
+ * and replayed from a CUDA graph: the same bytes as the same applies with
+ * the stream synchronized after each. On SM 9.0+ the kernels are launched
+ * as programmatic dependents (kernels/pdl.cuh, unless FV_NO_PDL=1) and let
+ * the next be scheduled as soon as all their blocks have started: a kernel
+ * that read or wrote before its wait would read a frame half written, or
+ * overwrite one still being read. The buffers are poisoned before each
+ * chain. */
+static void direct_chained_applies_wait_for_each_other(void **state) {
+    enum { W = 1920, H = 1080, STEPS = 6 }; /* the last a blur */
+    const size_t fb = (size_t)W * H;
+    fv_test_seed(37);
+    /* a blur (weights summing to 33, gain 1/32): the chain's frames keep
+     * many values rather than fading to 0 or saturating */
+    static const float box5[25] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 9,
+                                   1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    fv_filter_desc ds[3] = {{.kind = FV_FILTER_LAPLACIAN, .gain = 1.0f},
+                            {.kind = FV_FILTER_SOBEL, .gain = 0.5f},
+                            {.kind = FV_FILTER_CUSTOM,
+                             .gain = 0.03125f,
+                             .kernel_rows = 5,
+                             .kernel_cols = 5,
+                             .kernel = box5}};
+    fv_filter *f[3];
+    for (int i = 0; i < 3; i++) {
+        ds[i].width = W, ds[i].height = H, ds[i].format = FV_PIXEL_GRAY8;
+        ds[i].engine = FV_FILTER_ENGINE_DIRECT;
+        FV_ASSERT_OK(fv_filter_create(g_gpu, &ds[i], &f[i]));
+    }
+    unsigned char *src = malloc(fb), *want = malloc(fb), *got = malloc(fb), *poison = malloc(fb);
+    assert_true(src && want && got && poison);
+    memset(poison, POISON, fb);
+    fv_tensor *t[3] = {device_bytes(NULL, fb), device_bytes(NULL, fb), device_bytes(NULL, fb)};
+    fv_image im[3];
+    for (int i = 0; i < 3; i++)
+        im[i] = (fv_image){.format = FV_PIXEL_GRAY8,
+                           .width = W,
+                           .height = H,
+                           .stride = W,
+                           .data = fv_tensor_data(t[i])};
+    /* step k: frame 0 (the source, k = 0) or 1 + (k - 1) % 2 into 1 + k % 2 */
+    cudaStream_t s;
+    FV_ASSERT_OK(fv_context_cuda_stream(g_gpu, &s));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    fv_status fs = FV_OK;
+    for (int k = 0; k < STEPS && fs == FV_OK; k++)
+        fs = fv_filter_apply(f[k % 3], &im[k ? 1 + (k - 1) % 2 : 0], &im[1 + k % 2]);
+    cudaError_t ce = cudaStreamEndCapture(s, &graph);
+    FV_ASSERT_OK(fs);
+    assert_int_equal(ce, cudaSuccess);
+    assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    const int last = 1 + (STEPS - 1) % 2;
+    for (int round = 0; round < 3; round++) {
+        fv_test_fill_bytes(src, fb);
+        FV_ASSERT_OK(fv_tensor_upload(g_gpu, t[0], src, fb));
+        for (int mode = 0; mode < 3; mode++) { /* synchronized, eager, graph */
+            FV_ASSERT_OK(fv_tensor_upload(g_gpu, t[1], poison, fb));
+            FV_ASSERT_OK(fv_tensor_upload(g_gpu, t[2], poison, fb));
+            FV_ASSERT_OK(fv_context_synchronize(g_gpu));
+            if (mode == 2)
+                assert_int_equal(cudaGraphLaunch(exec, s), cudaSuccess);
+            else
+                for (int k = 0; k < STEPS; k++) {
+                    FV_ASSERT_OK(
+                        fv_filter_apply(f[k % 3], &im[k ? 1 + (k - 1) % 2 : 0], &im[1 + k % 2]));
+                    if (mode == 0) FV_ASSERT_OK(fv_context_synchronize(g_gpu));
+                }
+            FV_ASSERT_OK(fv_tensor_download(g_gpu, t[last], mode ? got : want, fb));
+            FV_ASSERT_OK(fv_context_synchronize(g_gpu));
+            if (mode) assert_memory_equal(want, got, fb);
+        }
+        /* the chain did something: not the poison, not one value */
+        size_t hist[256] = {0}, distinct = 0;
+        for (size_t i = 0; i < fb; i++)
+            distinct += hist[want[i]]++ == 0;
+        if (round == 0)
+            printf("chained DIRECT applies: %zu distinct values, %zu of %zu bytes 0x%02X\n",
+                   distinct, hist[POISON], fb, POISON);
+        assert_true(hist[POISON] < fb / 16 && distinct > 64);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    for (int i = 0; i < 3; i++)
+        fv_tensor_destroy(t[i]), fv_filter_destroy(f[i]);
+    free(src), free(want), free(got), free(poison);
+}
 #endif
 
 #ifdef FV_TEST_CUDA_KERNELS
@@ -1093,6 +1184,7 @@ int main(void) {
 #ifdef HAVE_CUDART
         cmocka_unit_test(fused_replays_from_a_cuda_graph),
         cmocka_unit_test(direct_replays_from_a_cuda_graph),
+        cmocka_unit_test(direct_chained_applies_wait_for_each_other),
 #endif
 #ifdef FV_TEST_CUDA_KERNELS
         cmocka_unit_test(direct_sqrt_matches_sqrtf_on_every_gradient_sum),

@@ -1,5 +1,6 @@
 #include <cuda_fp16.h>
 #include "conv_epilogue.cuh"
+#include "pdl.cuh"
 #include "../cuda_check.h"
 #include "../../activation.h"
 
@@ -41,11 +42,9 @@ template <int ACT>
 __global__ void __launch_bounds__(THREADS)
     epilogue_kernel(uint4 *y, size_t vecs, int kv, int yv, int k, const __half *bias,
                     const uint4 *z, float alpha) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    /* launched early (programmatic dependent launch): the convolution's
-     * output must be complete and visible first; a no-op otherwise */
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+    /* launched early (pdl.cuh): the convolution's output must be complete
+     * and visible first */
+    fv_k::pdl_wait();
     const size_t stride = (size_t)gridDim.x * THREADS;
     for (size_t base = (size_t)blockIdx.x * THREADS + threadIdx.x; base < vecs;
          base += stride * UNROLL) {
@@ -109,24 +108,7 @@ extern "C" fv_status fv__cuda_conv_epilogue(cudaStream_t stream, void *y, size_t
     uint4 *yv = static_cast<uint4 *>(y);
     const __half *bh = static_cast<const __half *>(bias);
     const uint4 *zv = static_cast<const uint4 *>(z);
-#if CUDART_VERSION >= 12030
-    if (early) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(blocks);
-        cfg.blockDim = dim3(THREADS);
-        cfg.stream = stream;
-        cudaLaunchAttribute at[1] = {};
-        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = at;
-        cfg.numAttrs = 1;
-        FV_CUDA_TRY(cudaLaunchKernelEx(&cfg, f, yv, vecs, kp / 8, ys / 8, k, bh, zv, alpha));
-        return FV_OK;
-    }
-#else
-    (void)early;
-#endif
-    f<<<blocks, THREADS, 0, stream>>>(yv, vecs, kp / 8, ys / 8, k, bh, zv, alpha);
-    FV_CUDA_TRY(cudaGetLastError());
+    FV_CUDA_TRY(fv_k::launch(early != 0, dim3(blocks), dim3(THREADS), 0, stream, f, yv, vecs,
+                             kp / 8, ys / 8, k, bh, zv, alpha));
     return FV_OK;
 }

@@ -37,11 +37,13 @@
  * (fine custom weights) the sums are FP32 roundings in this kernel's
  * order, not the tensor cores': a byte may differ from FUSED's by one level
  * where a value lies within FP32 rounding of a .5 boundary. */
+#include <stdlib.h>
 #include <string.h>
 #include "filter_direct.cuh"
 #include "filter_args.cuh"
 #include "filter_direct_strip.cuh"
 #include "common.cuh"
+#include "pdl.cuh"
 #include "../cuda_check.h"
 extern "C" { /* a C header without its own guard: fv__cuda_bind has C linkage */
 #include "../cuda_internal.h"
@@ -126,6 +128,10 @@ static __device__ __forceinline__ void store_run(unsigned char *p, const unsigne
 template <int KS, int P, int G>
 static __global__ void __launch_bounds__(THREADS, P *G >= 6 ? 3 : MIN_BLOCKS)
     filter_direct_kernel(direct_params prm) {
+    /* launched early (pdl.cuh): the frame only once the kernels before are
+     * done */
+    fv_k::pdl_wait();
+    if (prm.a.early == 2) fv_k::pdl_release();
     typedef geom<KS> T;
     const fv__cuda_direct_args &a = prm.a;
     extern __shared__ __align__(16) float dsm[];
@@ -325,8 +331,8 @@ template <int KS, int P, int G> static fv_status launch(cudaStream_t s, const di
     FV_REQUIRE(grid.y <= 65535, FV_ERR_NOT_SUPPORTED,
                "filter_direct kernel: height %d is too large (at most %d)", prm.a.height,
                65535 * T::TH);
-    filter_direct_kernel<KS, P, G><<<grid, dim3(BX, BY), smem, s>>>(prm);
-    FV_CUDA_TRY(cudaGetLastError());
+    FV_CUDA_TRY(fv_k::launch(prm.a.early != 0, grid, dim3(BX, BY), smem, s,
+                             filter_direct_kernel<KS, P, G>, prm));
     return FV_OK;
 }
 
@@ -389,6 +395,30 @@ extern "C" fv_status fv__cuda_filter_direct_launch(cudaStream_t s, const fv__cud
     }
 }
 
+/* How the DIRECT kernels are launched where the context launches early
+ * (fv__cuda_direct_args.early): 1, each a programmatic dependent of the
+ * kernel before it (pdl.cuh); FV_FILTER_PDL_RELEASE=1 (read once; an A/B
+ * knob): 2, also releasing the next kernel as soon as all its blocks have
+ * started. Measured (H200, session 57, one binary, graph replays of 30
+ * applies, FV_NO_PDL=1 the base; Laplacian and Sobel of GRAY8, RGB24 and
+ * NV12 to GRAY8 and RGB24 at 1080p and 4K, two runs each): 1 gave
+ * 0.945-0.980x the time at 1080p and 0.976-0.992x at 4K, every case
+ * faster (geometric mean 0.976; eager launches 0.78-0.90x at 1080p,
+ * 0.86-0.95x at 4K); 2 gave 0.92-0.94x on GRAY8 and RGB24 Laplacians but
+ * 1.10-1.11x on NV12 at 1080p (0.993), as 2 alone did on the H100
+ * (RESULTS.md, 2026-11-28: 1080p GRAY8 Sobel 1.09x, YUYV 1.18-1.23x; not
+ * kept then). Not measured further; a likely cause: released early, the
+ * next kernel's blocks go to the SMs whose slots free first rather than
+ * evenly, which an issue-bound kernel (NV12) feels. */
+static int early_form(void) {
+    static int form = 0;
+    if (form == 0) {
+        const char *v = getenv("FV_FILTER_PDL_RELEASE");
+        form = v && strcmp(v, "1") == 0 ? 2 : 1;
+    }
+    return form;
+}
+
 extern "C" fv_status fv__cuda_filter_direct(fv_context *ctx, const fv_filter_desc *d,
                                             const float *k, int wave_less, const fv_image *in,
                                             const fv_image *out) {
@@ -396,6 +426,7 @@ extern "C" fv_status fv__cuda_filter_direct(fv_context *ctx, const fv_filter_des
     fv__cuda_direct_args a;
     fv__filter_args_fill(&a, d, in, out);
     a.wave_less = wave_less;
+    a.early = fv__cuda_state_of(ctx)->pdl ? early_form() : 0;
     const size_t rs = (size_t)a.r * a.s;
     memcpy(a.k[0], k, rs * sizeof(float));
     if (a.pairs) memcpy(a.k[1], k + rs, rs * sizeof(float));

@@ -37,6 +37,10 @@ typedef struct fv__cuda_direct_args {
     /* the strip kernel's strips sized for this many blocks an SM fewer
      * than fit (>= 0; at least one block an SM is kept) */
     int wave_less;
+    /* 0: an ordinary launch; 1: a programmatic dependent of the kernel
+     * before it on the stream (pdl.cuh; the context's choice); 2: that, and
+     * the next kernel may be scheduled once every block has started */
+    int early;
 } fv__cuda_direct_args;
 
 /* Launches on stream; checks the arguments (FV_ERR_INTERNAL), returns the

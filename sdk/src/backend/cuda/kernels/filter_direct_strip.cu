@@ -53,6 +53,7 @@
 #include <string.h>
 #include "filter_direct_strip.cuh"
 #include "cp_async.cuh"
+#include "pdl.cuh"
 #include "../cuda_check.h"
 #include "../../edge_math.h"
 #include "../../pixel_math.h"
@@ -90,6 +91,7 @@ struct strip_params {
     float w[2][9]; /* 3 x 3, zero-padded */
     float fc[2];   /* FORM_BOX: c, m - c; FORM_SEP: a, b (see form_of) */
     int wave_less; /* the launch's only (fv__cuda_direct_args.wave_less) */
+    int early;     /* fv__cuda_direct_args.early */
 };
 
 /* How a thread sums its 3 x 3 taps (see form_of). FORM_SEP1: FORM_SEP
@@ -1002,6 +1004,10 @@ template <int BPP, int P, int G, int F, int FORM, bool PLAN> struct min_blocks {
 template <int BPP, int P, int G, int F, int FORM, bool ROLL, bool THR, bool PLAN>
 static __global__ void __launch_bounds__(T, (min_blocks<BPP, P, G, F, FORM, PLAN>::n))
     filter_strip_kernel(strip_params p) {
+    /* launched early (pdl.cuh): the frame is read and written only once
+     * the kernels before are done */
+    fv_k::pdl_wait();
+    if (p.early == 2) fv_k::pdl_release();
     typedef layout<BPP, F, P> L;
     const int N = L::N;
     extern __shared__ __align__(16) unsigned char sm[];
@@ -1173,8 +1179,8 @@ static fv_status launch_k(cudaStream_t s, const strip_params &base) {
     if (strip < (base.height + 65534) / 65535) strip = (base.height + 65534) / 65535;
     p.strip = (int)strip;
     const dim3 grid((unsigned)gx, (unsigned)((base.height + strip - 1) / strip));
-    filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR, PLAN><<<grid, T, smem, s>>>(p);
-    FV_CUDA_TRY(cudaGetLastError());
+    FV_CUDA_TRY(fv_k::launch(p.early != 0, grid, dim3(T), smem, s,
+                             filter_strip_kernel<BPP, P, G, F, FORM, ROLL, THR, PLAN>, p));
     return FV_OK;
 }
 /* The row loop each kernel takes (see filter_strip_kernel), by measurement
@@ -1289,6 +1295,7 @@ extern "C" fv_status fv__cuda_filter_strip_launch(cudaStream_t s, const fv__cuda
     p.in_c = a->in_c, p.out_c = a->out_c, p.overlay = a->overlay;
     p.gain = a->gain, p.threshold = a->threshold;
     p.wave_less = a->wave_less;
+    p.early = a->early;
     memcpy(p.w, w, sizeof p.w);
     const int planes = a->m == 1 ? 1 : 3;
     const int form = form_of(w, a->pairs, planes, p.fc);
