@@ -60,7 +60,8 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
     const fv_conv2d_desc *d = &op->desc;
     cudnnHandle_t h = fv__cuda_cudnn(ctx);
     size_t pixels = (size_t)d->n * op->p * op->q;
-    /* SM 9.0+: epilogues launch as programmatic dependents (no launch gap) */
+    /* SM 9.0+: fovea's kernels and the epilogues launch as programmatic
+     * dependents (no launch gap) */
     int early = fv__cuda_state_of(ctx)->pdl;
     if (c->path == FV__PATH_GRAPH_SPLIT) {
         FV_CUDNN_TRY(cudnnBackendExecute(h, c->plan, vp));
@@ -83,10 +84,10 @@ fv_status fv__conv_run(fv_conv2d *op, const fv__conv_cand *c, const fv__conv_leg
         const void *bf = op->has_bias ? fv__conv_bias_f32(b, c->f.kp) : NULL;
         if (c->path == FV__PATH_DIRECT)
             FV_TRY(fv__conv_direct_run(fv__cuda_stream(ctx), &c->dg, x, y, w, bf, kact,
-                                       d->activation_alpha));
+                                       d->activation_alpha, early));
         else
             FV_TRY(fv__conv_gemm_run(fv__cuda_stream(ctx), &c->gg, x, y, w, bf, kact,
-                                     d->activation_alpha, ws));
+                                     d->activation_alpha, ws, early));
         if (!z) return FV_OK;
         return fv__cuda_conv_epilogue(fv__cuda_stream(ctx), y, pixels, c->f.kp, c->f.ys, d->k, NULL,
                                       z, d->activation, d->activation_alpha, early);

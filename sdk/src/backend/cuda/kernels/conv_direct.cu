@@ -14,6 +14,7 @@
  * (direct_kernel_tma; tma.cuh: -DFV_CONV_DIRECT_NO_TMA builds without it,
  * for A/B timing, and CUDA before 12.0 has no tensor maps). */
 #include "tma.cuh"
+#include "pdl.cuh"
 #define FV_CONV_TMA FV_TMA
 #if FV_HAVE_WGMMA
 #include "conv_wgmma.cuh"
@@ -829,6 +830,7 @@ template <int NF, int RT, int PC> struct tile_of<4, NF, false, RT, false, PC, 1,
 /* TWO: two output rows a warp (compute_tile_two). */
 template <int CM, int NF, bool PAIR, int RT, bool TWO = false>
 __global__ void __launch_bounds__(512) direct_kernel(direct_args a) {
+    fv_k::pdl_wait(); /* launched early (pdl.cuh): x and y only once the kernels before are done */
     extern __shared__ __align__(128) unsigned char smem[];
     __half *sx = reinterpret_cast<__half *>(smem);
     __half *sw = sx + (size_t)a.rows_in * a.row_stride;
@@ -905,6 +907,7 @@ __host__ __device__ constexpr int min_blocks(bool two, int pc, int nf, int sw) {
 template <int CM, int NF, bool PAIR, int RT = 0, bool TWO = false, int PC = 0, int SW = 1>
 __global__ void __launch_bounds__(TWO || PC ? 256 : 512, min_blocks(TWO, PC, NF, SW))
     direct_kernel_persistent(direct_args a) {
+    fv_k::pdl_wait(); /* launched early (pdl.cuh): x and y only once the kernels before are done */
     extern __shared__ __align__(128) unsigned char smem[];
     const int nwarps = blockDim.x >> 5, rows = nwarps * (TWO ? 2 : 1); /* output rows a tile */
     __half *sw = reinterpret_cast<__half *>(smem);
@@ -993,6 +996,7 @@ template <int NF, int RT>
 __global__ void __launch_bounds__(256, min_blocks(true, 0, NF, 1))
     direct_kernel_tma(direct_args a, const __grid_constant__ CUtensorMap tm) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    fv_k::pdl_wait(); /* launched early (pdl.cuh): x and y only once the kernels before are done */
     typedef fixed_window<8, false, RT> FW;
     static_assert(FW::on && FW::STRIDE % 8 == 0, "the box is whole pixels");
     extern __shared__ __align__(128) unsigned char smem[];
@@ -1426,9 +1430,9 @@ extern "C" fv_status fv__conv_direct_seq_build(cudaStream_t stream, int kp, int 
 
 extern "C" fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_direct_geom *g,
                                          const void *x, void *y, const void *w, const void *bias,
-                                         fv_activation act, float alpha) {
+                                         fv_activation act, float alpha, int early) {
 #if FV_HAVE_WGMMA
-    if (g->wg) return fv__conv_wgmma_run(stream, g, x, y, w, bias, act, alpha);
+    if (g->wg) return fv__conv_wgmma_run(stream, g, x, y, w, bias, act, alpha, early);
 #endif
     FV_REQUIRE(!g->wg, FV_ERR_INTERNAL, "direct conv: this build has no wgmma kernel");
     kernel_fn f = pick(g);
@@ -1460,19 +1464,16 @@ extern "C" fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_dir
         FV_REQUIRE(ft, FV_ERR_INTERNAL, "direct conv: no TMA kernel for this geometry");
         CUtensorMap tm;
         FV_TRY(encode_window_map(g, x, a.rows_in, a.row_stride, &tm));
-        ft<<<g->grid, 32 * warps_of(g), smem_of(g), stream>>>(a, tm);
-        FV_CUDA_TRY(cudaGetLastError());
+        FV_CUDA_TRY(fv_k::launch(early != 0, dim3(g->grid), dim3(32 * warps_of(g)), smem_of(g),
+                                 stream, ft, a, tm));
         return FV_OK;
     }
 #else
     FV_REQUIRE(!g->tma, FV_ERR_INTERNAL, "direct conv: built without the TMA kernels");
 #endif
-    if (g->persistent)
-        f<<<g->grid, 32 * warps_of(g), smem_of(g), stream>>>(a);
-    else
-        f<<<dim3((unsigned)((g->q + 31) / 32), (unsigned)((g->p + g->th - 1) / g->th),
-                 (unsigned)g->n),
-            32 * warps_of(g), smem_of(g), stream>>>(a);
-    FV_CUDA_TRY(cudaGetLastError());
+    const dim3 grid = g->persistent ? dim3(g->grid)
+                                    : dim3((unsigned)((g->q + 31) / 32),
+                                           (unsigned)((g->p + g->th - 1) / g->th), (unsigned)g->n);
+    FV_CUDA_TRY(fv_k::launch(early != 0, grid, dim3(32 * warps_of(g)), smem_of(g), stream, f, a));
     return FV_OK;
 }

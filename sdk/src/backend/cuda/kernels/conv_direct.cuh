@@ -139,10 +139,12 @@ fv_status fv__conv_direct_seq_build(cudaStream_t stream, int kp, int r, int cd, 
  * reads), then where fv__conv_direct_seq_bytes says so the sequences
  * (above); bias: kp FP32 values (zero in the padding, 16-byte aligned) or
  * NULL. Output lanes k..kp-1 come out 0 (their weights and bias are zero).
- * No allocation, no synchronization (capturable). */
+ * No allocation, no synchronization (capturable). early: launched as a
+ * programmatic dependent of the kernel before it on stream (pdl.cuh; the
+ * context's choice). */
 fv_status fv__conv_direct_run(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x,
                               void *y, const void *w, const void *bias, fv_activation act,
-                              float alpha);
+                              float alpha, int early);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 #include "conv_gemm.cuh"
 #include "act8.cuh"
 #include "cp_async.cuh"
+#include "pdl.cuh"
 #include "../cuda_check.h"
 #include "../../activation.h"
 
@@ -162,6 +163,7 @@ __device__ __forceinline__ void finish_act(const gemm_args &a, const float *ct, 
 /* Grid: x = output tile (M fastest), y = split. 4 warps in 2 x 2, each
  * 32 pixels x BN / 2 channels. */
 template <int BN> __global__ void __launch_bounds__(THREADS) gemm_kernel(gemm_args a) {
+    fv_k::pdl_wait(); /* launched early (pdl.cuh): x and y only once the kernels before are done */
     constexpr int FN = BN / 32; /* 16-wide fragments a warp along N */
     extern __shared__ __align__(128) unsigned char smem[];
     __half *sbuf = reinterpret_cast<__half *>(smem);
@@ -311,7 +313,7 @@ extern "C" size_t fv__conv_gemm_counter_bytes(const fv__conv_gemm_geom *g) {
 
 extern "C" fv_status fv__conv_gemm_run(cudaStream_t stream, const fv__conv_gemm_geom *g,
                                        const void *x, void *y, const void *w, const void *bias,
-                                       fv_activation act, float alpha, void *ws) {
+                                       fv_activation act, float alpha, void *ws, int early) {
     kernel_fn f = pick(g->bn);
     FV_REQUIRE(f && x && y && w && g->tiles > 0 && g->steps >= g->splits &&
                    ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 16) == 0 &&
@@ -338,7 +340,7 @@ extern "C" fv_status fv__conv_gemm_run(cudaStream_t stream, const fv__conv_gemm_
     a.act = (int)act;
     a.alpha = alpha;
     unsigned gy = (unsigned)g->splits, gx = (unsigned)g->tiles;
-    f<<<dim3(gx, gy), THREADS, smem_of(g->bn), stream>>>(a);
-    FV_CUDA_TRY(cudaGetLastError());
+    FV_CUDA_TRY(
+        fv_k::launch(early != 0, dim3(gx, gy), dim3(THREADS), smem_of(g->bn), stream, f, a));
     return FV_OK;
 }

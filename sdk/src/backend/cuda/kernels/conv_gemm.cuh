@@ -53,10 +53,11 @@ size_t fv__conv_gemm_counter_bytes(const fv__conv_gemm_geom *g);
  * the padding (cuDNN's KRSC); bias: kp FP32 values (zero in the padding,
  * 16-byte aligned) or NULL; ws: at least fv__conv_gemm_workspace bytes,
  * 16-byte aligned. Output lanes k..kp-1 come out 0 (their weights and bias
- * are zero). No allocation, no synchronization (capturable). */
+ * are zero). No allocation, no synchronization (capturable). early: as
+ * fv__conv_direct_run's. */
 fv_status fv__conv_gemm_run(cudaStream_t stream, const fv__conv_gemm_geom *g, const void *x,
                             void *y, const void *w, const void *bias, fv_activation act,
-                            float alpha, void *ws);
+                            float alpha, void *ws, int early);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@
 #include "act8.cuh"
 #include "tma.cuh"
 #include "wgmma.cuh"
+#include "pdl.cuh"
 #include "../cuda_check.h"
 #include "../../activation.h"
 
@@ -246,6 +247,7 @@ template <int NF, int R, int TH>
 __global__ void __launch_bounds__(THREADS)
     conv_wgmma_kernel(const wg_args a, const __grid_constant__ CUtensorMap tm) {
 #if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fv_k::pdl_wait(); /* launched early (pdl.cuh): x and y only once the kernels before are done */
     constexpr int KS = ksteps(R);
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *win0 = smem, *win1 = smem + win_bytes(TH, R), *sw = win1 + win_bytes(TH, R);
@@ -451,12 +453,12 @@ extern "C" fv_status fv__conv_wgmma_prepare(fv__conv_direct_geom *g) {
 
 extern "C" fv_status fv__conv_wgmma_run(cudaStream_t stream, const fv__conv_direct_geom *g,
                                         const void *x, void *y, const void *w, const void *bias,
-                                        fv_activation act, float alpha) {
+                                        fv_activation act, float alpha, int early) {
     FV_REQUIRE(shape_ok(g) && g->grid > 0 && g->kr == kr_of(g) && x && y && w &&
                    ((uintptr_t)x % 16) == 0 && ((uintptr_t)y % 4) == 0,
                FV_ERR_INTERNAL, "direct conv (wgmma): bad arguments or not prepared");
 #if FV_TMA
-    if (g->wg == 2) return fv_k::px_launch(stream, g, x, y, w, bias, act, alpha);
+    if (g->wg == 2) return fv_k::px_launch(stream, g, x, y, w, bias, act, alpha, early != 0);
     PFN_cuTensorMapEncodeTiled_v12000 encode = fv_k::tensor_map_encoder();
     FV_REQUIRE(encode, FV_ERR_INTERNAL, "direct conv (wgmma): no cuTensorMapEncodeTiled");
     /* the input as 32-bit words: (a row's pixels x 4 words, H, N); boxes of
@@ -481,11 +483,11 @@ extern "C" fv_status fv__conv_wgmma_run(cudaStream_t stream, const fv__conv_dire
     a.tiles_x = (g->q + 63) / 64, a.tiles_y = (g->p + g->th - 1) / g->th;
     a.total = a.tiles_x * a.tiles_y * g->n;
     a.act = (int)act, a.alpha = alpha;
-    pick(g)<<<g->grid, THREADS, smem_of(g), stream>>>(a, tm);
-    FV_CUDA_TRY(cudaGetLastError());
+    FV_CUDA_TRY(
+        fv_k::launch(early != 0, dim3(g->grid), dim3(THREADS), smem_of(g), stream, pick(g), a, tm));
     return FV_OK;
 #else
-    (void)stream, (void)y, (void)bias, (void)act, (void)alpha;
+    (void)stream, (void)y, (void)bias, (void)act, (void)alpha, (void)early;
     FV_REQUIRE(0, FV_ERR_NOT_SUPPORTED, "direct conv (wgmma): built without tensor maps");
     return FV_ERR_NOT_SUPPORTED;
 #endif

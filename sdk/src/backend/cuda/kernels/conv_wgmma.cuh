@@ -54,7 +54,7 @@ fv_status fv__conv_px_seq_build(cudaStream_t stream, int kp, int r, int cd, int 
  * form reads the sequences after the weights: above). */
 fv_status fv__conv_wgmma_run(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x,
                              void *y, const void *w, const void *bias, fv_activation act,
-                             float alpha);
+                             float alpha, int early);
 
 #ifdef __cplusplus
 }

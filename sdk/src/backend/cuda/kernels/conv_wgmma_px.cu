@@ -47,14 +47,19 @@
  * and goes out as one TMA box, so the consumers issue no global stores and
  * read nothing back (the padded staging's read-back had 35% of its
  * wavefronts in bank conflicts). The 5x5 K 32 pair at 1920x1080: 0.90-0.94x
- * the time; K 8 level (RESULTS, session 56). FV_CONV_PX_TMA_STORE=0 in the
- * environment keeps the consumers' own stores, for A/B timing. */
+ * the time; K 8 level (RESULTS, session 56). K 16 (sessions 57-58,
+ * 1920x1080x8->16): slower at 3x3 (px-8rows 1.12-1.16x, px-16rows
+ * 1.04-1.06x; the mma.sync direct kernel wins that shape), faster at 5x5
+ * for px-16rows (0.92x, the best candidate there), so it stays on at every
+ * K. FV_CONV_PX_TMA_STORE=0 in the environment keeps the consumers' own
+ * stores, for A/B timing. */
 #include <cuda_fp16.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "conv_wgmma_px.cuh"
 #include "act8.cuh"
 #include "wgmma.cuh"
+#include "pdl.cuh"
 #include "../cuda_check.h"
 #include "../../activation.h"
 
@@ -427,6 +432,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     conv_wgmma_px_kernel(const px_args a, const __grid_constant__ CUtensorMap tm,
                          const __grid_constant__ CUtensorMap tmo) {
 #if FV_TMA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    fv_k::pdl_wait(); /* launched early (pdl.cuh): x and y only once the kernels before are done */
     using g = geo<NF, R, SEG, CG, PK, TS>;
     extern __shared__ __align__(1024) unsigned char smem[]; /* whole swizzle atoms */
     unsigned char *win = smem, *seq = smem + g::NBUF * g::WINB, *stg = seq + g::SEQB;
@@ -618,7 +624,7 @@ static void tail_split(const fv__conv_direct_geom *g, int tiles, px_args *a) {
 
 #if FV_TMA
 fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x, void *y,
-                    const void *w, const void *bias, fv_activation act, float alpha) {
+                    const void *w, const void *bias, fv_activation act, float alpha, bool early) {
     FV_REQUIRE(px_shape_ok(g) && g->grid > 0 && x && y && w && ((uintptr_t)x % 16) == 0 &&
                    ((uintptr_t)y % 16) == 0,
                FV_ERR_INTERNAL, "direct conv (wgmma, pixels along N): bad arguments");
@@ -688,8 +694,8 @@ fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const vo
                    "the output %dx%dx%d (pixels %d apart) x %d",
                    (int)r, g->p, g->q, g->kp, ys, g->n);
     }
-    pick(g)<<<g->grid, THREADS, px_smem(g), stream>>>(a, tm, tmo);
-    FV_CUDA_TRY(cudaGetLastError());
+    FV_CUDA_TRY(
+        launch(early, dim3(g->grid), dim3(THREADS), px_smem(g), stream, pick(g), a, tm, tmo));
     return FV_OK;
 }
 #endif

@@ -31,7 +31,7 @@ fv_status px_seq_build(cudaStream_t stream, int kp, int r, int cd, int kr, void 
 /* Launches the kernel of g (prepared: g->grid set) on input x, with its
  * tensor map; w holds the sequences after the weights (px_seq_build). */
 fv_status px_launch(cudaStream_t stream, const fv__conv_direct_geom *g, const void *x, void *y,
-                    const void *w, const void *bias, fv_activation act, float alpha);
+                    const void *w, const void *bias, fv_activation act, float alpha, bool early);
 #endif
 
 } // namespace fv_k
