@@ -12,8 +12,8 @@ typedef struct fv__cuda_state {
     int device;
     int sm;           /* major * 10 + minor */
     int can_map_host; /* cudaDevAttrCanMapHostMemory */
-    /* the conv epilogues and the filter's DIRECT kernels launch as
-     * programmatic dependents of the kernel before them (SM 9.0+,
+    /* fovea's conv kernels, the conv epilogues and the filter's DIRECT
+     * kernels launch as programmatic dependents of the kernel before them (SM 9.0+,
      * kernels/pdl.cuh), unless FV_NO_PDL=1 in the environment (compute-
      * sanitizer's racecheck stalled on them) */
     int pdl;
