@@ -48,7 +48,7 @@
  * read nothing back (the padded staging's read-back had 35% of its
  * wavefronts in bank conflicts). The 5x5 K 32 pair at 1920x1080: 0.90-0.94x
  * the time; K 8 level (RESULTS, session 56). K 16 (sessions 57-58,
- * 1920x1080x8->16): slower at 3x3 (px-8rows 1.12-1.16x, px-16rows
+ * 1920x1080x8->16): slower at 3x3 (px-8rows 1.12-1.17x, px-16rows
  * 1.04-1.06x; the mma.sync direct kernel wins that shape), faster at 5x5
  * for px-16rows (0.92x, the best candidate there), so it stays on at every
  * K. FV_CONV_PX_TMA_STORE=0 in the environment keeps the consumers' own
