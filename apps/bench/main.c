@@ -24,7 +24,11 @@
  * net times whole CNNs (bench_net.c; net_vs_pytorch.py adds PyTorch,
  * run_net_bench.sh runs it on a GPU machine), prints their floors
  * (bench_net_floor.c) and, with --sms, times them on GPU slices
- * (bench_slice.c). */
+ * (bench_slice.c).
+ *
+ * devices runs the edge pipeline and a net on several GPUs at once, a
+ * context and a thread each, against one GPU alone (bench_devices.c;
+ * run_devices_bench.sh). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +40,8 @@
 
 /* bench_net.c: whole CNNs (net_vs_pytorch.py, run_net_bench.sh). */
 int bench_cmd_net(int argc, char **argv);
+/* bench_devices.c: the edge pipeline and a net on several GPUs at once. */
+int bench_cmd_devices(int argc, char **argv);
 
 /* bench_edge.c and bench_filter.c, built with the CUDA backend only. */
 int bench_cmd_edge(int argc, char **argv);
@@ -379,6 +385,18 @@ static const bench_cmd cmds[] = {
      "      max(DRAM fused, TC), and which bounds (JSON: dram_floor_ms, tc_floor_ms, ...)\n"
      "      [--sms 8,16] (the graph net also on CUDA green contexts of that many SMs, a net\n"
      "      made on each, with Orin estimates; JSON: slices)"},
+    {"devices", bench_cmd_devices,
+     "the same work on several GPUs at once, a context and a thread a device, against\n"
+     "      the first device alone in the same run (per-device rate over the lone rate;\n"
+     "      goal >= 0.9); every context's last output compared byte for byte with the lone\n"
+     "      run's (exit 1 when one differs or a call fails). Works: edge (fv_pipeline, RGB24\n"
+     "      -> Laplacian -> GRAY8, 3 slots, CUDA graphs), net (CUDA-graph replays)\n"
+     "      [--devices all|0,1,... (all: every CUDA device; an index may repeat: contexts\n"
+     "      sharing a GPU)] [--work edge,net] [--width 1920] [--height 1080] [--frames 3000]\n"
+     "      [--iters 2000] [--warmup 200] [--model resnet18|mobilenet_v2|unet]\n"
+     "      [--weights FILE.fvw (net: required)] [--io FILE.io.fvw (checked once a context)]\n"
+     "      [--batch 1] [--size 224] [--backend cuda|cpu (cpu: device 0, a smoke test)]\n"
+     "      [--json FILE]"},
 };
 
 static void usage(FILE *f) {

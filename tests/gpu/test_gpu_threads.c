@@ -4,7 +4,10 @@
  * the bytes a single-threaded run got; a thread that destroys its context
  * early leaves the others running; two threads misusing one context get
  * each call done or refused (FV_ERR_BAD_STATE), never mixed results; a
- * device index that does not exist is refused naming the count. */
+ * device index that does not exist is refused naming the count. With two
+ * or more GPUs (skipped with fewer): a context on every device, each in its
+ * own thread at once, gets device 0's bytes for the same frames and nets,
+ * and one device's context destroyed early leaves the others running. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +15,10 @@
 #include "fv_test.h"
 
 enum { H = 48, W = 40, C = 32, K = 32, THREADS = 3, ITERS = 200 };
+enum { FW = 96, FH = 64, MAX_DEVICES = 16 }; /* the filter's RGB24 frame */
 
 static float *g_x, *g_w, *g_b, *g_w2, *g_fc; /* shared read-only inputs */
+static unsigned char *g_frame;               /* FW x FH RGB24, random */
 
 /* The shared read-only inputs, random (seeded). */
 static void make_inputs(unsigned seed) {
@@ -23,6 +28,8 @@ static void make_inputs(unsigned seed) {
     g_w2 = malloc(sizeof(float) * K * K * 9);
     g_fc = malloc(sizeof(float) * 10 * K);
     g_b = malloc(sizeof(float) * K);
+    g_frame = malloc((size_t)FW * FH * 3);
+    fv_test_fill_bytes(g_frame, (size_t)FW * FH * 3);
     fv_test_fill_uniform(g_x, (size_t)H * W * C, -1, 1);
     fv_test_fill_uniform(g_w, (size_t)K * C * 9, -0.2f, 0.2f);
     fv_test_fill_uniform(g_w2, (size_t)K * K * 9, -0.2f, 0.2f);
@@ -31,7 +38,7 @@ static void make_inputs(unsigned seed) {
 }
 
 static void free_inputs(void) {
-    free(g_x), free(g_w), free(g_w2), free(g_fc), free(g_b);
+    free(g_x), free(g_w), free(g_w2), free(g_fc), free(g_b), free(g_frame);
 }
 
 /* The convolution both tests run: 3 x 3, bias, ReLU. */
@@ -83,11 +90,13 @@ static fv_status make_net(fv_net_builder **out) {
 }
 
 typedef struct job {
+    int device; /* CUDA device index */
     int iters;
-    int ok;        /* every result equal to the reference */
-    char err[256]; /* the first failure */
-    fv_half *conv; /* last conv output, H x W x K */
-    float net[10]; /* last net output */
+    int ok;               /* every result equal to the reference */
+    char err[256];        /* the first failure */
+    fv_half *conv;        /* last conv output, H x W x K */
+    float net[10];        /* last net output */
+    unsigned char *edges; /* last filter output, FW x FH GRAY8 */
 } job;
 
 /* One thread's work on its own context. Failures are recorded, not
@@ -95,13 +104,16 @@ typedef struct job {
 static void *work(void *arg) {
     job *j = arg;
     fv_context *ctx = NULL;
-    fv_context_desc cd = {.backend = FV_BACKEND_CUDA};
+    fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .device = j->device};
     fv_conv2d *op = NULL;
     fv_tensor *tx = NULL, *ty = NULL;
     fv_net_builder *b = NULL;
     fv_net *net = NULL;
+    fv_filter *flt = NULL;
+    fv_frame_buffer *fin = NULL, *fout = NULL;
     fv_half *hx = malloc(sizeof(fv_half) * H * W * C);
     j->conv = malloc(sizeof(fv_half) * H * W * K);
+    j->edges = malloc((size_t)FW * FH);
     fv_status s = fv_context_create(&cd, &ctx);
     fv_conv2d_desc d = conv_desc();
     if (s == FV_OK) s = fv_conv2d_create(ctx, &d, &op);
@@ -116,15 +128,32 @@ static void *work(void *arg) {
     if (s == FV_OK) s = make_net(&b);
     if (s == FV_OK) s = fv_net_create(ctx, b, &(fv_net_desc){.flags = FV_NET_CUDA_GRAPH}, &net);
     if (s == FV_OK) s = fv_net_input_upload(net, 0, g_x, (size_t)H * W * C);
+    /* a frame through the edge filter (Laplacian, RGB24 -> GRAY8) */
+    fv_filter_desc fd = {.width = FW, .height = FH, .format = FV_PIXEL_RGB24};
+    if (s == FV_OK) s = fv_filter_create(ctx, &fd, &flt);
+    if (s == FV_OK) s = fv_frame_buffer_create(ctx, FV_PIXEL_RGB24, FW, FH, &fin);
+    if (s == FV_OK) s = fv_frame_buffer_create(ctx, FV_PIXEL_GRAY8, FW, FH, &fout);
+    if (s == FV_OK) {
+        memcpy(fv_frame_buffer_data(fin), g_frame, (size_t)FW * FH * 3);
+        s = fv_frame_buffer_upload(ctx, fin);
+    }
+    fv_image fa = fv_frame_buffer_image(fin), fb = fv_frame_buffer_image(fout);
     for (int i = 0; s == FV_OK && i < j->iters; i++) {
         s = fv_conv2d_forward(op, tx, ty);
         if (s == FV_OK) s = fv_net_forward(net);
+        if (s == FV_OK) s = fv_filter_apply(flt, &fa, &fb);
     }
     if (s == FV_OK) s = fv_tensor_download(ctx, ty, j->conv, sizeof(fv_half) * H * W * K);
     if (s == FV_OK) s = fv_net_output_download(net, 0, j->net, 10);
+    if (s == FV_OK) s = fv_frame_buffer_download(ctx, fout);
     if (s == FV_OK) s = fv_context_synchronize(ctx);
-    if (s != FV_OK) snprintf(j->err, sizeof j->err, "%s: %s", fv_status_name(s), fv_last_error());
+    if (s == FV_OK) memcpy(j->edges, fv_frame_buffer_data(fout), (size_t)FW * FH);
+    if (s != FV_OK)
+        snprintf(j->err, sizeof j->err, "device %d: %s: %s", j->device, fv_status_name(s),
+                 fv_last_error());
     j->ok = s == FV_OK;
+    fv_frame_buffer_destroy(fin), fv_frame_buffer_destroy(fout);
+    fv_filter_destroy(flt);
     fv_net_destroy(net);
     fv_net_builder_destroy(b);
     fv_tensor_destroy(tx), fv_tensor_destroy(ty);
@@ -160,11 +189,68 @@ static void contexts_in_threads_match_one_thread(void **state) {
             fail_msg("thread %d: the convolution's bytes differ from the single-threaded run", t);
         if (memcmp(jobs[t].net, ref.net, sizeof ref.net) != 0)
             fail_msg("thread %d: the net's output differs from the single-threaded run", t);
-        free(jobs[t].conv);
+        if (memcmp(jobs[t].edges, ref.edges, (size_t)FW * FH) != 0)
+            fail_msg("thread %d: the filter's bytes differ from the single-threaded run", t);
+        free(jobs[t].conv), free(jobs[t].edges);
     }
     printf("  %d contexts in %d threads, %d iterations each: byte-identical to one thread\n",
            THREADS, THREADS, ITERS);
-    free(ref.conv);
+    free(ref.conv), free(ref.edges);
+    free_inputs();
+}
+
+/* CUDA devices: contexts made on 0, 1, ... until one is refused as
+ * missing (at most MAX_DEVICES). */
+static int device_count(void) {
+    int n = 0;
+    for (; n < MAX_DEVICES; n++) {
+        fv_context *ctx = NULL;
+        fv_context_desc cd = {.backend = FV_BACKEND_CUDA, .device = n};
+        fv_status s = fv_context_create(&cd, &ctx);
+        fv_context_destroy(ctx);
+        if (s == FV_ERR_NO_DEVICE) break;
+        if (s != FV_OK) fail_msg("device %d: %s: %s", n, fv_status_name(s), fv_last_error());
+    }
+    return n;
+}
+
+/* A context on every GPU, each in its own thread, all at once: device 0's
+ * bytes on each (the same engines: heuristics on identical GPUs; the
+ * filter's engines are byte-identical by design); device 1's thread stops
+ * early and destroys its context while the others run. */
+static void contexts_on_every_device_match_device_0(void **state) {
+    (void)state;
+    const int n = device_count();
+    if (n < 2) {
+        printf("  one CUDA device: nothing to spread over (needs 2 or more)\n");
+        skip();
+    }
+    make_inputs(4321);
+    job ref = {.device = 0, .iters = 3};
+    work(&ref);
+    if (!ref.ok) fail_msg("device 0 alone: %s", ref.err);
+    job jobs[MAX_DEVICES];
+    pthread_t th[MAX_DEVICES];
+    for (int d = 0; d < n; d++) {
+        jobs[d] = (job){.device = d, .iters = d == 1 ? 5 : ITERS};
+        assert_int_equal(pthread_create(&th[d], NULL, work, &jobs[d]), 0);
+    }
+    for (int d = 0; d < n; d++)
+        assert_int_equal(pthread_join(th[d], NULL), 0);
+    for (int d = 0; d < n; d++) {
+        if (!jobs[d].ok) fail_msg("device %d: %s", d, jobs[d].err);
+        if (memcmp(jobs[d].conv, ref.conv, sizeof(fv_half) * H * W * K) != 0)
+            fail_msg("device %d: the convolution's bytes differ from device 0's", d);
+        if (memcmp(jobs[d].net, ref.net, sizeof ref.net) != 0)
+            fail_msg("device %d: the net's output differs from device 0's", d);
+        if (memcmp(jobs[d].edges, ref.edges, (size_t)FW * FH) != 0)
+            fail_msg("device %d: the filter's bytes differ from device 0's", d);
+        free(jobs[d].conv), free(jobs[d].edges);
+    }
+    printf("  %d devices, a context and thread each, %d iterations (device 1: 5, destroyed "
+           "early): byte-identical to device 0 alone\n",
+           n, ITERS);
+    free(ref.conv), free(ref.edges);
     free_inputs();
 }
 
@@ -263,7 +349,7 @@ static void two_threads_on_one_context_never_mix(void **state) {
     fv_tensor_destroy(tx), fv_tensor_destroy(ty[0]), fv_tensor_destroy(ty[1]);
     fv_conv2d_destroy(op);
     FV_ASSERT_OK(fv_context_destroy(ctx));
-    free(hx), free(ref.conv);
+    free(hx), free(ref.conv), free(ref.edges);
     free_inputs();
 }
 
@@ -283,6 +369,7 @@ int main(void) {
         cmocka_unit_test(contexts_in_threads_match_one_thread),
         cmocka_unit_test(two_threads_on_one_context_never_mix),
         cmocka_unit_test(missing_device_is_refused),
+        cmocka_unit_test(contexts_on_every_device_match_device_0),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
