@@ -166,6 +166,28 @@ static void *work(void *arg) {
     return NULL;
 }
 
+/* Runs jobs[0..n-1] in a thread each, at once, and checks each against
+ * ref byte for byte (what: "thread" or "device", for messages); frees
+ * their outputs. */
+static void run_and_compare(job *jobs, int n, const job *ref, const char *what) {
+    pthread_t th[MAX_DEVICES];
+    for (int t = 0; t < n; t++)
+        assert_int_equal(pthread_create(&th[t], NULL, work, &jobs[t]), 0);
+    for (int t = 0; t < n; t++)
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+    for (int t = 0; t < n; t++) {
+        const job *j = &jobs[t];
+        if (!j->ok) fail_msg("%s %d: %s", what, t, j->err);
+        if (memcmp(j->conv, ref->conv, sizeof(fv_half) * H * W * K) != 0)
+            fail_msg("%s %d: the convolution's bytes differ from the lone run's", what, t);
+        if (memcmp(j->net, ref->net, sizeof ref->net) != 0)
+            fail_msg("%s %d: the net's output differs from the lone run's", what, t);
+        if (memcmp(j->edges, ref->edges, (size_t)FW * FH) != 0)
+            fail_msg("%s %d: the filter's bytes differ from the lone run's", what, t);
+        free(j->conv), free(j->edges);
+    }
+}
+
 static void contexts_in_threads_match_one_thread(void **state) {
     (void)state;
     make_inputs(1234);
@@ -175,24 +197,9 @@ static void contexts_in_threads_match_one_thread(void **state) {
     if (!ref.ok) fail_msg("single thread: %s", ref.err);
     /* THREADS at once; the first stops (and destroys its context) early */
     job jobs[THREADS];
-    pthread_t th[THREADS];
-    for (int t = 0; t < THREADS; t++) {
-        memset(&jobs[t], 0, sizeof jobs[t]);
-        jobs[t].iters = t == 0 ? 5 : ITERS;
-        assert_int_equal(pthread_create(&th[t], NULL, work, &jobs[t]), 0);
-    }
     for (int t = 0; t < THREADS; t++)
-        assert_int_equal(pthread_join(th[t], NULL), 0);
-    for (int t = 0; t < THREADS; t++) {
-        if (!jobs[t].ok) fail_msg("thread %d: %s", t, jobs[t].err);
-        if (memcmp(jobs[t].conv, ref.conv, sizeof(fv_half) * H * W * K) != 0)
-            fail_msg("thread %d: the convolution's bytes differ from the single-threaded run", t);
-        if (memcmp(jobs[t].net, ref.net, sizeof ref.net) != 0)
-            fail_msg("thread %d: the net's output differs from the single-threaded run", t);
-        if (memcmp(jobs[t].edges, ref.edges, (size_t)FW * FH) != 0)
-            fail_msg("thread %d: the filter's bytes differ from the single-threaded run", t);
-        free(jobs[t].conv), free(jobs[t].edges);
-    }
+        jobs[t] = (job){.iters = t == 0 ? 5 : ITERS};
+    run_and_compare(jobs, THREADS, &ref, "thread");
     printf("  %d contexts in %d threads, %d iterations each: byte-identical to one thread\n",
            THREADS, THREADS, ITERS);
     free(ref.conv), free(ref.edges);
@@ -230,23 +237,9 @@ static void contexts_on_every_device_match_device_0(void **state) {
     work(&ref);
     if (!ref.ok) fail_msg("device 0 alone: %s", ref.err);
     job jobs[MAX_DEVICES];
-    pthread_t th[MAX_DEVICES];
-    for (int d = 0; d < n; d++) {
-        jobs[d] = (job){.device = d, .iters = d == 1 ? 5 : ITERS};
-        assert_int_equal(pthread_create(&th[d], NULL, work, &jobs[d]), 0);
-    }
     for (int d = 0; d < n; d++)
-        assert_int_equal(pthread_join(th[d], NULL), 0);
-    for (int d = 0; d < n; d++) {
-        if (!jobs[d].ok) fail_msg("device %d: %s", d, jobs[d].err);
-        if (memcmp(jobs[d].conv, ref.conv, sizeof(fv_half) * H * W * K) != 0)
-            fail_msg("device %d: the convolution's bytes differ from device 0's", d);
-        if (memcmp(jobs[d].net, ref.net, sizeof ref.net) != 0)
-            fail_msg("device %d: the net's output differs from device 0's", d);
-        if (memcmp(jobs[d].edges, ref.edges, (size_t)FW * FH) != 0)
-            fail_msg("device %d: the filter's bytes differ from device 0's", d);
-        free(jobs[d].conv), free(jobs[d].edges);
-    }
+        jobs[d] = (job){.device = d, .iters = d == 1 ? 5 : ITERS};
+    run_and_compare(jobs, n, &ref, "device");
     printf("  %d devices, a context and thread each, %d iterations (device 1: 5, destroyed "
            "early): byte-identical to device 0 alone\n",
            n, ITERS);
