@@ -42,7 +42,16 @@ typedef struct options {
     fv_pixel_format in_format;
     fv_backend backend;
     int device, device_given; /* CUDA device index; given: --device was passed */
-    fv_memory_policy memory;  /* --memory: where frames live (AUTO: the context's choice) */
+    /* --device LIST: the inputs spread over these devices (input i on
+     * devices[i % ndevices]), a worker each (context, model, batch, thread);
+     * ndevices 1: one device, as before */
+    int devices[MAX_CAMERAS], ndevices;
+    /* a worker's view (set by the spreading run): its inputs' numbers on
+     * the command line (cam_id[i] for its input i) and a prefix for its
+     * status lines and summary ("" when not spread) */
+    int cam_id[MAX_CAMERAS];
+    const char *tag;
+    fv_memory_policy memory; /* --memory: where frames live (AUTO: the context's choice) */
     fv_resize_fit fit;
     int top;       /* classes shown per camera */
     float alpha;   /* segmentation overlay opacity */
@@ -110,6 +119,12 @@ void capture_signal(void);
 /* Waits (locked) until a frame arrives or the time passes; 0 on timeout. */
 int capture_wait(int ms);
 int64_t now_ns(void);
+
+/* Input i's number on the command line (differs from i in a worker of a
+ * spreading run). */
+static inline int cam_no(const options *o, int i) {
+    return o->ndevices > 1 ? o->cam_id[i] : i;
+}
 
 /* ---- model.c ---------------------------------------------------------------------- */
 typedef struct model {

@@ -63,6 +63,10 @@ static void usage(FILE *f) {
         "  --backend B         auto (default: GPU when usable), cuda or cpu\n"
         "  --device N          CUDA device index (default 0); naming one asks for the CUDA\n"
         "                      backend, with no CPU fallback (--backend cpu: only 0)\n"
+        "  --device N,M,...    spread the inputs over several devices: input i runs on the\n"
+        "                      (i mod count)-th, each device with its own context, model,\n"
+        "                      batch (its inputs; --batch applies to each) and thread, and its\n"
+        "                      own status lines and summary; at least one input a device\n"
         "  --memory M          where frames live: auto (default: mapped host memory the GPU\n"
         "                      reads in place on integrated GPUs, device memory and copies on\n"
         "                      discrete ones), zero-copy or device (as fovea-edge)\n"
@@ -95,6 +99,31 @@ static void usage(FILE *f) {
         "      file://cam0.mp4 file://cam1.mp4          # two cameras, one batch, two videos\n"
         "  " PROG " --json --frames 1000 --backend cuda --input-width 1920 --input-height 1080 \\\n"
         "      --input \"test://?fps=0\" --input \"test://?fps=0\" null:// null://\n");
+}
+
+/* --device N or N,M,...: each a CUDA device index (fv_cli_device's rules).
+ * 0, or 2 after printing why. */
+static int parse_devices(const char *v, options *o) {
+    char buf[256], *save = NULL;
+    if (strlen(v) >= sizeof buf || !v[0] || v[0] == ',' || v[strlen(v) - 1] == ',' ||
+        strstr(v, ",,")) {
+        fprintf(stderr,
+                PROG ": --device %s: give a CUDA device index or a list (0,1) (try --help)\n", v);
+        return 2;
+    }
+    snprintf(buf, sizeof buf, "%s", v);
+    o->ndevices = 0;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (o->ndevices == MAX_CAMERAS) {
+            fprintf(stderr, PROG ": --device %s: at most %d devices (one input each at least)\n", v,
+                    MAX_CAMERAS);
+            return 2;
+        }
+        if (fv_cli_device(PROG, t, &o->devices[o->ndevices])) return 2;
+        o->ndevices++;
+    }
+    o->device = o->devices[0];
+    return 0;
 }
 
 static int fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -212,7 +241,7 @@ static int parse(int argc, char **argv, options *o) {
             if (fv_cli_backend(v, &o->backend))
                 return fail_usage("--backend %s: use auto, cuda or cpu", v);
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--device", &bad))) {
-            if (fv_cli_device(PROG, v, &o->device)) return 2;
+            if (parse_devices(v, o)) return 2;
             o->device_given = 1;
         } else if ((v = fv_cli_opt_value(PROG, argc, argv, &i, "--memory", &bad))) {
             if (fv_cli_memory(v, &o->memory))
@@ -283,17 +312,28 @@ static int parse(int argc, char **argv, options *o) {
     if (o->noutputs > o->ninputs)
         return fail_usage("%s: more outputs than inputs (one output per --input, in order)",
                           o->outputs[o->ninputs]);
-    if (o->batch && o->batch < o->ninputs)
+    if (o->ndevices <= 1 && o->batch && o->batch < o->ninputs)
         return fail_usage("--batch %d is smaller than the number of inputs (%d)", o->batch,
                           o->ninputs);
+    if (o->ndevices > o->ninputs)
+        return fail_usage("--device: %d devices for %d input%s: give at least one --input a "
+                          "device",
+                          o->ndevices, o->ninputs, o->ninputs == 1 ? "" : "s");
+    if (o->ndevices > 1 && o->batch && o->batch < (o->ninputs + o->ndevices - 1) / o->ndevices)
+        return fail_usage("--batch %d is smaller than a device's inputs (%d)", o->batch,
+                          (o->ninputs + o->ndevices - 1) / o->ndevices);
+    for (int d = 1; d < o->ndevices; d++) /* the first is checked below */
+        if (fv_cli_device_backend(PROG, o->devices[d], 1, &o->backend)) return 2;
     if (fv_cli_device_backend(PROG, o->device, o->device_given, &o->backend)) return 2;
+    if (o->ndevices == 0) o->devices[o->ndevices++] = o->device;
     if (!o->model) o->model = model_default_path();
     return 0;
 }
 
 static void log_cb(fv_log_level level, const char *msg, void *user) {
     const options *o = user;
-    if (level <= FV_LOG_WARN || !o->quiet) fprintf(stderr, PROG ": %s\n", msg);
+    if (level <= FV_LOG_WARN || !o->quiet)
+        fprintf(stderr, PROG ": %s%s\n", o->tag ? o->tag : "", msg);
 }
 
 static size_t file_bytes(const char *path) {
@@ -398,7 +438,7 @@ static int make_output(app *a, int i) {
     const fv_source_info *si = &c->info;
     if (fv_preprocess_region(si->width, si->height, a->m->w, a->m->h, o->fit, &a->region[i]) !=
         FV_OK) {
-        fprintf(stderr, PROG ": input %d: %s\n", i, fv_last_error());
+        fprintf(stderr, PROG ": input %d: %s\n", cam_no(o, i), fv_last_error());
         return -1;
     }
     if (i >= o->noutputs) return 0;
@@ -411,7 +451,7 @@ static int make_output(app *a, int i) {
                              .w = si->width,
                              .c = 3};
         if (fv_tensor_create(a->ctx, &td, &a->conv[i]) != FV_OK) {
-            fprintf(stderr, PROG ": output %d: %s\n", i, fv_last_error());
+            fprintf(stderr, PROG ": output %d: %s\n", cam_no(o, i), fv_last_error());
             return -1;
         }
     }
@@ -452,16 +492,17 @@ static void print_setup(const app *a) {
     else
         snprintf(on, sizeof on, "%s",
                  a->ci.device_name[0] ? a->ci.device_name : fv_backend_name(a->ci.backend));
-    fprintf(stderr, PROG ": %s (%s) on %s, frames in %s memory: %s\n", o->model,
-            m->task == TASK_CLASSIFY ? "classification" : "segmentation", on,
+    fprintf(stderr, PROG ": %s%s (%s) on %s, frames in %s memory: %s\n", o->tag ? o->tag : "",
+            o->model, m->task == TASK_CLASSIFY ? "classification" : "segmentation", on,
             a->ci.memory_policy == FV_MEMORY_POLICY_ZERO_COPY ? "mapped host (zero-copy)"
                                                               : "device",
             m->desc);
     for (int i = 0; i < a->n; i++) {
         const camera *c = &a->cams[i];
-        fprintf(stderr, "  [%d] %s %s (%s) %dx%d %s%s -> item %d, %s %dx%d at (%d, %d) -> %s\n", i,
-                c->info.kind, c->info.name, c->info.detail, c->info.width, c->info.height,
-                fv_pixel_format_name(c->info.format), c->info.rate > 0 ? "" : " unpaced", c->index,
+        fprintf(stderr, "  [%d] %s %s (%s) %dx%d %s%s -> item %d, %s %dx%d at (%d, %d) -> %s\n",
+                cam_no(o, i), c->info.kind, c->info.name, c->info.detail, c->info.width,
+                c->info.height, fv_pixel_format_name(c->info.format),
+                c->info.rate > 0 ? "" : " unpaced", c->index,
                 o->fit == FV_RESIZE_LETTERBOX ? "letterboxed" : "stretched", a->region[i].width,
                 a->region[i].height, a->region[i].x, a->region[i].y,
                 c->sink ? c->sink_info.name : "status line only");
@@ -473,16 +514,29 @@ static void print_setup(const app *a) {
                     "  [%d] labels in the status line only: %s draws no captions "
                     "(GStreamer outputs with textoverlay do, and image outputs where fovea "
                     "was built with Pango)\n",
-                    i, a->cams[i].sink_info.name);
+                    cam_no(o, i), a->cams[i].sink_info.name);
 }
+
+/* One worker's state (heap: a spreading run has several at once). */
+typedef struct worker {
+    camera cams[MAX_CAMERAS];
+    model m;
+    stats st;
+    app a;
+} worker;
 
 static int run(options *o) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
-    static camera cams[MAX_CAMERAS];
-    static model m;
-    static stats st;
-    static app a;
+    worker *wk = calloc(1, sizeof *wk);
+    if (!wk) {
+        fprintf(stderr, PROG ": %sno memory for the run's state\n", o->tag ? o->tag : "");
+        return 1;
+    }
+    camera *cams = wk->cams;
+    model *m = &wk->m;
+    stats *st = &wk->st;
+    app *a = &wk->a;
     int n = o->ninputs, rc = 1;
     fv_context *ctx = NULL;
     const char *end = "set-up failed";
@@ -492,25 +546,25 @@ static int run(options *o) {
         if (capture_open(o, &cams[opened], log_cb, o) != 0) goto done;
     }
     if (!(ctx = make_context(o, cams, n, low_latency_memory(o)))) goto done;
-    if (model_load(o, o->batch ? o->batch : n, ctx, &m) != 0) goto done;
-    a = (app){.o = o, .ctx = ctx, .m = &m, .cams = cams, .n = n, .st = &st};
-    fv_context_info_get(ctx, &a.ci);
-    a.pd.fit = o->fit;
+    if (model_load(o, o->batch ? o->batch : n, ctx, m) != 0) goto done;
+    *a = (app){.o = o, .ctx = ctx, .m = m, .cams = cams, .n = n, .st = st};
+    fv_context_info_get(ctx, &a->ci);
+    a->pd.fit = o->fit;
     if (o->norm_given) {
-        memcpy(a.pd.mean, o->mean, sizeof o->mean), memcpy(a.pd.std, o->std, sizeof o->std);
+        memcpy(a->pd.mean, o->mean, sizeof o->mean), memcpy(a->pd.std, o->std, sizeof o->std);
     } else if (!o->model_given) { /* the default model's training normalisation */
-        a.pd.mean[0] = a.pd.mean[1] = a.pd.mean[2] = 0.2860f;
-        a.pd.std[0] = a.pd.std[1] = a.pd.std[2] = 0.3530f;
+        a->pd.mean[0] = a->pd.mean[1] = a->pd.mean[2] = 0.2860f;
+        a->pd.std[0] = a->pd.std[1] = a->pd.std[2] = 0.3530f;
     }
     for (int i = 0; i < n; i++)
-        if (capture_buffers(&cams[i], ctx) != 0 || make_output(&a, i) != 0) goto done;
-    if (loop_pipeline(&a) != 0 || loop_keep_awake_init(&a) != 0) goto done;
-    if (!o->json) print_setup(&a);
-    st.rng = 12345;
+        if (capture_buffers(&cams[i], ctx) != 0 || make_output(a, i) != 0) goto done;
+    if (loop_pipeline(a) != 0 || loop_keep_awake_init(a) != 0) goto done;
+    if (!o->json) print_setup(a);
+    st->rng = 12345;
     if (capture_start(cams, n) != 0) goto done;
     long carved = carve_outs(ctx);
     double t0 = (double)now_ns() * 1e-9;
-    rc = loop_run(&a, &stop_requested, &end);
+    rc = loop_run(a, &stop_requested, &end);
     double secs = (double)now_ns() * 1e-9 - t0;
     long allocs = carve_outs(ctx) - carved;
     capture_stop(cams, n);
@@ -525,20 +579,69 @@ static int run(options *o) {
             rc = 1;
         }
     }
-    report_summary(o, &m, cams, n, &st, secs > 0 ? secs : 1e-9, end, rc == 0, &a.ci, allocs);
+    report_summary(o, m, cams, n, st, secs > 0 ? secs : 1e-9, end, rc == 0, &a->ci, allocs);
 done:
     capture_stop(cams, n);
     for (int i = 0; i < n; i++)
         fv_sink_close(cams[i].sink);
     if (ctx) fv_context_synchronize(ctx);
-    fv_pipeline_destroy(a.pipe);
-    loop_keep_awake_free(&a);
+    fv_pipeline_destroy(a->pipe);
+    loop_keep_awake_free(a);
     for (int i = 0; i < n; i++)
-        fv_tensor_destroy(a.conv[i]);
-    model_free(&m);
+        fv_tensor_destroy(a->conv[i]);
+    model_free(m);
     for (int i = 0; i < opened; i++)
         capture_close(&cams[i]); /* after the sinks; before the context (mapped buffers) */
     fv_context_destroy(ctx);
+    free(wk);
+    return rc;
+}
+
+/* --device N,M,...: input i on device i mod count, a worker each, every
+ * worker in its own thread (its own context: one per device per thread);
+ * stops together (Ctrl-C, or each at its end). 0 when every worker ended
+ * well, else 1. */
+typedef struct spread_job {
+    options o;
+    char tag[32];
+    int rc;
+} spread_job;
+
+static void *spread_main(void *arg) {
+    spread_job *j = arg;
+    j->rc = run(&j->o);
+    return NULL;
+}
+
+static int run_spread(const options *o) {
+    spread_job *jobs = calloc((size_t)o->ndevices, sizeof *jobs);
+    pthread_t th[MAX_CAMERAS];
+    if (!jobs) return fprintf(stderr, PROG ": no memory for the workers\n"), 1;
+    for (int d = 0; d < o->ndevices; d++) {
+        spread_job *j = &jobs[d];
+        j->o = *o;
+        j->o.device = o->devices[d];
+        j->o.ninputs = j->o.noutputs = 0;
+        for (int i = d; i < o->ninputs; i += o->ndevices) {
+            j->o.cam_id[j->o.ninputs] = i;
+            j->o.inputs[j->o.ninputs++] = o->inputs[i];
+            if (i < o->noutputs) j->o.outputs[j->o.noutputs++] = o->outputs[i];
+        }
+        snprintf(j->tag, sizeof j->tag, "[device %d] ", o->devices[d]);
+        j->o.tag = j->tag;
+    }
+    int started = 0, rc = 0;
+    for (; started < o->ndevices; started++)
+        if (pthread_create(&th[started], NULL, spread_main, &jobs[started]) != 0) {
+            fprintf(stderr, PROG ": cannot start the worker of device %d\n", o->devices[started]);
+            stop_requested = 1, rc = 1;
+            break;
+        }
+    for (int d = 0; d < started; d++) {
+        pthread_join(th[d], NULL);
+        if (jobs[d].rc != 0) rc = 1;
+    }
+    free(jobs);
     return rc;
 }
 
@@ -548,5 +651,5 @@ int main(int argc, char **argv) {
     if (r == 1) return 0;
     if (r == 2) return 2;
     if (argc == 1) o.frames = 150; /* the default run: 5 s at 30 fps */
-    return run(&o);
+    return o.ndevices > 1 ? run_spread(&o) : run(&o);
 }

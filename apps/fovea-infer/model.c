@@ -40,7 +40,7 @@ const char *model_default_path(void) {
 }
 
 const char *model_label(const model *m, int k) {
-    static char buf[32];
+    static _Thread_local char buf[32]; /* spread runs: a worker thread each */
     if (k >= 0 && k < m->nlabels) return m->labels[k];
     snprintf(buf, sizeof buf, "class %d", k);
     return buf;

@@ -98,6 +98,7 @@ void report_status(const options *o, const model *m, camera *cams, int n, stats 
         printf("{\"type\":\"status\",\"t\":%.3f,\"fps\":%.2f,\"latency_ms_p50\":%.3f,"
                "\"latency_ms_p99\":%.3f",
                t, s->window_ticks / secs, p50, p99);
+        if (o->ndevices > 1) printf(",\"device_index\":%d", o->device);
         for (int i = 0; i < 5; i++)
             printf(",\"%s_ms\":%.4f", stage_names[i], s->window_stage[i] / tk);
         printf(",\"cameras\":[");
@@ -118,8 +119,8 @@ void report_status(const options *o, const model *m, camera *cams, int n, stats 
         printf("]}\n");
         fflush(stdout);
     } else {
-        fprintf(stderr, "%6.1fs %6.1f batches/s  latency p50 %6.2f p99 %6.2f ms  ms:", t,
-                s->window_ticks / secs, p50, p99);
+        fprintf(stderr, "%s%6.1fs %6.1f batches/s  latency p50 %6.2f p99 %6.2f ms  ms:",
+                o->tag ? o->tag : "", t, s->window_ticks / secs, p50, p99);
         for (int i = 0; i < 5; i++)
             fprintf(stderr, " %s %.3f", stage_names[i], s->window_stage[i] / tk);
         fprintf(stderr, "\n");
@@ -127,8 +128,8 @@ void report_status(const options *o, const model *m, camera *cams, int n, stats 
             const camera *c = &cams[i];
             char best[96];
             top1(m, &s->cam[i], best, sizeof best);
-            fprintf(stderr, "   [%d] %-7s %6.1f fps  dropped %-6llu %s%s%s\n", i, cam_state(c),
-                    s->cam[i].window_frames / secs, (unsigned long long)cam_drops(c),
+            fprintf(stderr, "   [%d] %-7s %6.1f fps  dropped %-6llu %s%s%s\n", cam_no(o, i),
+                    cam_state(c), s->cam[i].window_frames / secs, (unsigned long long)cam_drops(c),
                     m->task == TASK_CLASSIFY ? best : "", c->ended && c->end_msg[0] ? "  " : "",
                     c->ended ? c->end_msg : "");
         }
@@ -199,9 +200,10 @@ void report_summary(const options *o, const model *m, camera *cams, int n, stats
         return;
     }
     fprintf(stderr,
-            PROG ": %s: %ld batches in %.2f s (%.1f per second); latency p50 %.2f ms, p99 %.2f "
-                 "ms (after the first %ld frames; the first %.2f ms); ms per batch:",
-            end, s->ticks, secs, s->ticks / secs, p50, p99, s->nwarm, (double)first);
+            PROG ": %s%s: %ld batches in %.2f s (%.1f per second); latency p50 %.2f ms, p99 "
+                 "%.2f ms (after the first %ld frames; the first %.2f ms); ms per batch:",
+            o->tag ? o->tag : "", end, s->ticks, secs, s->ticks / secs, p50, p99, s->nwarm,
+            (double)first);
     for (int i = 0; i < 5; i++)
         fprintf(stderr, " %s %.3f", stage_names[i], s->stage[i] / tk);
     fprintf(stderr, "\n");
@@ -209,10 +211,10 @@ void report_summary(const options *o, const model *m, camera *cams, int n, stats
         const camera *c = &cams[i];
         char best[96];
         top1(m, &s->cam[i], best, sizeof best);
-        fprintf(stderr, "  [%d] %s: %ld frames (%.1f fps), dropped %llu, %s%s%s%s%s\n", i, c->uri,
-                s->cam[i].frames, s->cam[i].frames / secs, (unsigned long long)cam_drops(c),
-                cam_state(c), m->task == TASK_CLASSIFY ? ", last: " : "",
-                m->task == TASK_CLASSIFY ? best : "", c->sink_info.name[0] ? " -> " : "",
-                c->sink_info.name);
+        fprintf(stderr, "  [%d] %s: %ld frames (%.1f fps), dropped %llu, %s%s%s%s%s\n",
+                cam_no(o, i), c->uri, s->cam[i].frames, s->cam[i].frames / secs,
+                (unsigned long long)cam_drops(c), cam_state(c),
+                m->task == TASK_CLASSIFY ? ", last: " : "", m->task == TASK_CLASSIFY ? best : "",
+                c->sink_info.name[0] ? " -> " : "", c->sink_info.name);
     }
 }

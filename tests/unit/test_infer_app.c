@@ -14,7 +14,8 @@
  *             blended over it, to the byte (routing, pre-processing, the net,
  *             the argmax and the blend); status lines in JSON; run again
  *             with --memory zero-copy (frames in mapped host memory): the
- *             same bytes;
+ *             same bytes; then spread over two workers (--device 0,0: two
+ *             contexts, threads, batches and summaries): the same bytes;
  *   ended     an input that ends after 3 frames beside an endless one: the
  *             run goes on, the ended one is reported "ended"; and
  *             --low-latency --keep-awake 1 on a camera paced at 100 fps: on
@@ -26,7 +27,8 @@
  *             pinned too), more outputs than
  *             inputs (2), a missing model or input (1, named); --device: a
  *             bad index or a device on the CPU backend (2), a missing CUDA
- *             device (1, named).
+ *             device (1, named); lists: more devices than inputs, an empty
+ *             entry, devices on the CPU backend (2).
  * With a fourth argument "cuda" the runs use --backend cuda (exit 77 where no
  * GPU is usable): the segment run checks the GPU's overlays to the byte.
  * usage: test_infer_app classify|segment|ended|errors APP WORKDIR [cuda] */
@@ -209,21 +211,49 @@ static void write_model(const char *path) {
     ob_free(&m);
 }
 
-static void infer_segment(void **state) {
-    (void)state;
-    char model[1024], log[1024], in[3][1300], out[3][1300], path[1200];
-    snprintf(model, sizeof model, "%s/pass_rgb.onnx", work_dir);
-    snprintf(log, sizeof log, "%s/infer_segment.log", work_dir);
+/* The segment runs' model and inputs: pass_rgb.onnx, three test:// inputs
+ * over solid red, green and blue photos, and outputs PREFIX0..2.png (old
+ * ones removed). */
+static void segment_setup(char *model, size_t mn, char in[3][1300], char out[3][1300],
+                          const char *prefix) {
+    char path[1200];
+    snprintf(model, mn, "%s/pass_rgb.onnx", work_dir);
     write_model(model);
     const unsigned char solid[3][3] = {{255, 0, 0}, {0, 255, 0}, {0, 0, 255}};
     for (int c = 0; c < 3; c++) {
         snprintf(path, sizeof path, "%s/solid%d.png", work_dir, c);
         write_solid(path, solid[c][0], solid[c][1], solid[c][2]);
-        snprintf(in[c], sizeof in[c], "test://?fps=0&image=%s", path);
-        snprintf(out[c], sizeof out[c], "file://%s/seg%d.png", work_dir, c);
-        snprintf(path, sizeof path, "%s/seg%d.png", work_dir, c);
+        snprintf(in[c], 1300, "test://?fps=0&image=%s", path);
+        snprintf(out[c], 1300, "file://%s/%s%d.png", work_dir, prefix, c);
+        snprintf(path, sizeof path, "%s/%s%d.png", work_dir, prefix, c);
         unlink(path);
     }
+}
+
+/* Camera c's output PREFIXc.png: its frame with its class colour blended
+ * over it, to the byte. class k = the strongest of R, G, B; fovea's
+ * palette: class 0 transparent, 1 (128, 0, 0), 2 (0, 128, 0); alpha 0.5:
+ * out = frame / 2 + colour / 2, rounded half up. */
+static void segment_check(const char *prefix, const char *what) {
+    char path[1200];
+    const unsigned char want[3][3] = {{255, 0, 0}, {64, 128, 0}, {0, 64, 128}};
+    for (int c = 0; c < 3; c++) {
+        snprintf(path, sizeof path, "%s/%s%d.png", work_dir, prefix, c);
+        fv_host_image img = load_rgb(path, 48, 32);
+        const unsigned char *p = img.data;
+        for (int i = 0; i < 48 * 32; i++)
+            if (memcmp(p + 3 * i, want[c], 3) != 0)
+                fail_msg("%s, camera %d, pixel %d: (%d, %d, %d), want (%d, %d, %d)", what, c, i,
+                         p[3 * i], p[3 * i + 1], p[3 * i + 2], want[c][0], want[c][1], want[c][2]);
+        fv_host_image_free(&img);
+    }
+}
+
+static void infer_segment(void **state) {
+    (void)state;
+    char model[1024], log[1024], in[3][1300], out[3][1300], path[1200];
+    snprintf(log, sizeof log, "%s/infer_segment.log", work_dir);
+    segment_setup(model, sizeof model, in, out, "seg");
     /* twice: frames where the context puts them (device memory and copies on
      * a discrete GPU), then --memory zero-copy (mapped host memory the GPU
      * reads and writes in place, as on a Jetson): the same bytes */
@@ -255,23 +285,46 @@ static void infer_segment(void **state) {
             fail_msg("summary lacks 3 batches of 3 segmented cameras:\n%s", sum);
         if (run && !strstr(sum, "\"memory\":\"zero-copy\""))
             fail_msg("--memory zero-copy: the summary says otherwise:\n%s", sum);
-        /* class k = the strongest of R, G, B; fovea's palette: class 0
-         * transparent, 1 (128, 0, 0), 2 (0, 128, 0); alpha 0.5: out = frame /
-         * 2 + colour / 2, rounded half up */
-        const unsigned char want[3][3] = {{255, 0, 0}, {64, 128, 0}, {0, 64, 128}};
-        for (int c = 0; c < 3; c++) {
-            snprintf(path, sizeof path, "%s/seg%d.png", work_dir, c);
-            fv_host_image img = load_rgb(path, 48, 32);
-            const unsigned char *p = img.data;
-            for (int i = 0; i < 48 * 32; i++)
-                if (memcmp(p + 3 * i, want[c], 3) != 0)
-                    fail_msg("%s, camera %d, pixel %d: (%d, %d, %d), want (%d, %d, %d)",
-                             run ? "zero-copy" : "default memory", c, i, p[3 * i], p[3 * i + 1],
-                             p[3 * i + 2], want[c][0], want[c][1], want[c][2]);
-            fv_host_image_free(&img);
-        }
+        segment_check("seg", run ? "zero-copy" : "default memory");
         free(text);
     }
+}
+
+/* --device 0,0: the three cameras spread over two workers (two contexts
+ * of device 0, which every machine has; input i on worker i mod 2), each
+ * with its own batch, thread, status lines and summary: every camera's
+ * output to the byte as in the one-worker run, two summaries, ok. */
+static void infer_spread(void **state) {
+    (void)state;
+    char model[1024], log[1024], in[3][1300], out[3][1300];
+    snprintf(log, sizeof log, "%s/infer_spread.log", work_dir);
+    segment_setup(model, sizeof model, in, out, "spread");
+    char *argv[] = {(char *)app, "--backend", backend,     "--model",       model, "--frames",
+                    "3",         "--sync",    "--json",    "--input-width", "48",  "--input-height",
+                    "32",        "--fit",     "letterbox", "--device",      "0,0", "--input",
+                    in[0],       "--input",   in[1],       "--input",       in[2], out[0],
+                    out[1],      out[2],      NULL};
+    int rc = run_app(argv, log);
+    char *text = slurp(log);
+    const char *s0 = summary_of(text), *s1 = s0 ? summary_of(s0 + 1) : NULL;
+    if (rc != 0 || !s1) fail_msg("fovea-infer exited %d without two summaries:\n%s", rc, text);
+    /* the two summary lines alone (status lines may come between them) */
+    char sums[2][8192];
+    const char *at[2] = {s0, s1};
+    for (int k = 0; k < 2; k++) {
+        size_t len = strcspn(at[k], "\n");
+        snprintf(sums[k], sizeof sums[k], "%.*s", (int)len, at[k]);
+    }
+    if (summary_of(s1 + 1) || !strstr(sums[0], "\"ok\":true") || !strstr(sums[1], "\"ok\":true") ||
+        !strstr(sums[0], "\"batches\":3,") || !strstr(sums[1], "\"batches\":3,") ||
+        count(sums[0], "\"frames\":3,") + count(sums[1], "\"frames\":3,") != 3)
+        fail_msg("want two summaries of 3 batches, 3 cameras with 3 frames in all:\n%s", text);
+    /* worker 0 has inputs 0 and 2 (batch 2), worker 1 input 1 (batch 1) */
+    if (!(strstr(sums[0], "\"batch\":2,") && strstr(sums[1], "\"batch\":1,")) &&
+        !(strstr(sums[0], "\"batch\":1,") && strstr(sums[1], "\"batch\":2,")))
+        fail_msg("want batches of 2 and 1 (inputs 0, 2 and 1):\n%s", text);
+    segment_check("spread", "--device 0,0");
+    free(text);
 }
 
 static void infer_ended(void **state) {
@@ -403,6 +456,26 @@ static void infer_errors(void **state) {
     if (!strstr(text, "CPU backend has no devices"))
         fail_msg("--backend cpu --device 2: no reason given:\n%s", text);
     free(text);
+    char spread1[] = "--device";
+    char *many[] = {(char *)app, spread1, "0,1,2", "--input", "test://", NULL};
+    assert_int_equal(run_app(many, log), 2);
+    text = slurp(log);
+    if (!strstr(text, "3 devices for 1 input"))
+        fail_msg("--device 0,1,2 with one input: no reason given:\n%s", text);
+    free(text);
+    char *holes[] = {(char *)app, spread1, "0,,1", NULL};
+    assert_int_equal(run_app(holes, log), 2);
+    text = slurp(log);
+    if (!strstr(text, "--device 0,,1: give a CUDA device index or a list"))
+        fail_msg("--device 0,,1: no reason given:\n%s", text);
+    free(text);
+    char *cpu01[] = {(char *)app, "--backend", "cpu",     spread1,   "0,1",
+                     "--input",   "test://",   "--input", "test://", NULL};
+    assert_int_equal(run_app(cpu01, log), 2);
+    text = slurp(log);
+    if (!strstr(text, "CPU backend has no devices"))
+        fail_msg("--backend cpu --device 0,1: no reason given:\n%s", text);
+    free(text);
     /* Device 7: missing here, the context fails naming it. A host with 8
      * GPUs or more runs on it, and the summary says which. */
     char *cuda7[] = {(char *)app, "--device", "7",      "--backend", "cuda",
@@ -427,7 +500,8 @@ int main(int argc, char **argv) {
         backend = "cuda";
     }
     const struct CMUnitTest classify[] = {cmocka_unit_test(infer_classify)};
-    const struct CMUnitTest segment[] = {cmocka_unit_test(infer_segment)};
+    const struct CMUnitTest segment[] = {cmocka_unit_test(infer_segment),
+                                         cmocka_unit_test(infer_spread)};
     const struct CMUnitTest ended[] = {cmocka_unit_test(infer_ended),
                                        cmocka_unit_test(infer_keep_awake),
                                        cmocka_unit_test(infer_low_latency_auto)};
