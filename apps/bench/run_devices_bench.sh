@@ -10,6 +10,9 @@
 #                         context and a thread each; each device's rate over
 #                         the lone rate (goal >= 0.9), outputs byte-identical
 #                         to the lone run's, the net checked against PyTorch
+#   fovea-infer           four unpaced 1080p test:// cameras on device 0, then
+#                         spread over FV_DEVICES_INFER (default 0,1): each
+#                         worker's batches a second
 # Usage (from anywhere): apps/bench/run_devices_bench.sh [OUTDIR]
 #   OUTDIR defaults to $OUT, else /tmp/fv-devices-bench. It receives run.log,
 #   devices.json and the test's log. (8 files at most come back from a
@@ -43,7 +46,8 @@ main() {
   [ "${FV_DEVICES_REUSE_BUILD:-0}" = 1 ] || rm -rf "$build"
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DFV_TEST_PYTHON="$(command -v "$py")" "${extra[@]}" >"$out/build.log" 2>&1 &&
-    cmake --build "$build" -j"$(nproc)" --target fovea-bench test_gpu_threads >>"$out/build.log" 2>&1 ||
+    cmake --build "$build" -j"$(nproc)" --target fovea-bench test_gpu_threads fovea-infer \
+      >>"$out/build.log" 2>&1 ||
     { tail -30 "$out/build.log"; return 1; }
 
   step "test_gpu_threads (contexts in threads; on every device at once)"
@@ -61,6 +65,23 @@ main() {
     --io "$build/nets/resnet18_n1_s224.io.fvw" --json "$out/devices.json"
   local rc=$?
   echo "fovea-bench devices: exit $rc"
+
+  step "fovea-infer: four unpaced 1080p test:// cameras on device 0, then spread (--device ${FV_DEVICES_INFER:-0,1})"
+  local cams=() i irc=0
+  for i in 1 2 3 4; do cams+=(--input "test://?fps=0"); done
+  for d in 0 "${FV_DEVICES_INFER:-0,1}"; do
+    timeout 120 "$build/apps/fovea-infer/fovea-infer" --backend cuda --device "$d" --cuda-graph \
+      --json --quiet --frames 2000 --input-width 1920 --input-height 1080 "${cams[@]}" \
+      null:// null:// null:// null:// >"$build/infer_$d.json" || irc=1
+    echo "--device $d:"
+    grep '"type":"summary"' "$build/infer_$d.json" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    s = json.loads(line)
+    print("  device %d: %d batches of %d at %.1f batches/s (%d cameras), ok %s" % (
+        s["device_index"], s["batches"], s["batch"], s["fps"], len(s["cameras"]), s["ok"]))'
+  done
+  [ $irc = 0 ] || rc=1
   step "done"
   [ "$trc" = 0 ] || return "$trc"
   return $rc
