@@ -16,6 +16,7 @@
 #include "fv_cli.h"
 
 static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t worker_failed; /* a spreading run's worker could not start */
 static void on_signal(int sig) {
     (void)sig;
     stop_requested = 1;
@@ -540,7 +541,7 @@ static int run(options *o) {
     int n = o->ninputs, rc = 1;
     fv_context *ctx = NULL;
     const char *end = "set-up failed";
-    int opened = 0;
+    int opened = 0, running = 0;
     for (; opened < n; opened++) {
         cams[opened].index = opened, cams[opened].uri = o->inputs[opened];
         if (capture_open(o, &cams[opened], log_cb, o) != 0) goto done;
@@ -564,7 +565,10 @@ static int run(options *o) {
     if (capture_start(cams, n) != 0) goto done;
     long carved = carve_outs(ctx);
     double t0 = (double)now_ns() * 1e-9;
+    running = 1;
     rc = loop_run(a, &stop_requested, &end);
+    if (worker_failed && !strcmp(end, "interrupted"))
+        end = "stopped: another device's worker failed";
     double secs = (double)now_ns() * 1e-9 - t0;
     long allocs = carve_outs(ctx) - carved;
     capture_stop(cams, n);
@@ -581,6 +585,9 @@ static int run(options *o) {
     }
     report_summary(o, m, cams, n, st, secs > 0 ? secs : 1e-9, end, rc == 0, &a->ci, allocs);
 done:
+    /* a spreading run: a worker whose set-up failed stops the others (a
+     * wrong device or input fails the run now, not after Ctrl-C) */
+    if (!running && o->ndevices > 1) worker_failed = stop_requested = 1;
     capture_stop(cams, n);
     for (int i = 0; i < n; i++)
         fv_sink_close(cams[i].sink);
@@ -598,9 +605,10 @@ done:
 }
 
 /* --device N,M,...: input i on device i mod count, a worker each, every
- * worker in its own thread (its own context: one per device per thread);
- * stops together (Ctrl-C, or each at its end). 0 when every worker ended
- * well, else 1. */
+ * worker in its own thread (its own context: one per device per thread).
+ * Ctrl-C stops them all, as does a worker whose set-up fails; otherwise
+ * each runs to its own end (a worker failing while it runs leaves the
+ * others running). 0 when every worker ended well, else 1. */
 typedef struct spread_job {
     options o;
     char tag[32];

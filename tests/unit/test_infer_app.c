@@ -469,6 +469,22 @@ static void infer_errors(void **state) {
     if (!strstr(text, "--device 0,,1: give a CUDA device index or a list"))
         fail_msg("--device 0,,1: no reason given:\n%s", text);
     free(text);
+    /* a worker that cannot start stops the other, which would run on
+     * (a live camera, no --frames): exit 1 now, the input named */
+    char *half[] = {(char *)app,
+                    "--backend",
+                    "cpu",
+                    spread1,
+                    "0,0",
+                    "--input",
+                    "test://?fps=30",
+                    "--input",
+                    "file:///nonexistent/y.png",
+                    NULL};
+    assert_int_equal(run_app(half, log), 1);
+    text = slurp(log);
+    if (!strstr(text, "/nonexistent/y.png")) fail_msg("--device 0,0, one bad input:\n%s", text);
+    free(text);
     char *cpu01[] = {(char *)app, "--backend", "cpu",     spread1,   "0,1",
                      "--input",   "test://",   "--input", "test://", NULL};
     assert_int_equal(run_app(cpu01, log), 2);
