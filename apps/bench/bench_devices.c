@@ -4,15 +4,18 @@
  *
  * Works: "edge", the camera edge pipeline (fv_pipeline: a pinned host frame
  * -> upload -> the Laplacian -> download, 3 slots in flight, CUDA graphs),
- * frames a second; "net", a CNN from apps/common/net_models.c (weights from
+ * frames a second; "copy", the same pipeline's uploads and downloads with
+ * no GPU work between them (a stage that does nothing: what the host's
+ * copies alone scale to, the edge pipeline's ceiling where it runs at the
+ * copy floor); "net", a CNN from apps/common/net_models.c (weights from
  * net_models.py) replayed as one CUDA graph, inferences a second. Phases: the
  * list's first device alone, then its first 2, 4, ... and all of them at
  * once. In each, every thread makes its context and work, warms up, waits at
  * a barrier, runs its count and stops its clock after a synchronize; a
  * device's rate over the lone device's rate is its scaling (target >= 0.9,
- * issue 19). Every context's last output is compared byte for byte with
- * the lone run's, and with --io the net's output against PyTorch's FP32
- * (rel L2 within 1e-2, CPU 1e-4); exit 1 when one differs or any call fails.
+ * issue 19). Every context's last output (but copy's, which nothing
+ * writes) is compared byte for byte with the lone run's, and with --io the net's output against
+ * PyTorch's FP32 (rel L2 within 1e-2, CPU 1e-4); exit 1 when one differs or any call fails.
  *
  * A device may be listed twice (two contexts on one GPU share it: the rates
  * then show the sharing). --backend cpu runs the same harness on CPU
@@ -35,9 +38,12 @@ int bench_cmd_devices(int argc, char **argv);
 #define MAX_PROBE  64
 #define SCALE_GOAL 0.9
 
+enum { WORK_EDGE, WORK_NET, WORK_COPY, WORKS };
+static const char *const work_names[WORKS] = {"edge", "net", "copy"};
+
 typedef struct dv_opts {
     int devices[MAX_CTX], ndev;
-    int edge, net;
+    int work[3]; /* edge, net, copy: asked for */
     fv_backend backend;
     int width, height, frames, iters, warmup, batch, size;
     fv_models_arch arch;
@@ -47,7 +53,7 @@ typedef struct dv_opts {
 
 typedef struct dv_job {
     const dv_opts *o;
-    int device, work; /* work: 0 edge, 1 net */
+    int device, work; /* work: WORK_EDGE, WORK_NET, WORK_COPY */
     pthread_barrier_t *start;
     const unsigned char *frame; /* the edge input, width x height RGB24 */
     double ms;                  /* the timed loop, wall clock */
@@ -71,15 +77,36 @@ static int job_fail(dv_job *j, const char *what, fv_status s) {
     return 1;
 }
 
-/* The edge pipeline: warm-up frames, the barrier, then o->frames frames
- * (each collected and released). The slots' pinned input buffers get the
- * frame once; later submits reuse them as they are. */
+/* The copy work's stage: no GPU work between the upload and the download. */
+static fv_status copy_stage_run(fv_pipeline *p, void *user, int slot, const fv_image *in,
+                                const fv_image *out) {
+    (void)p, (void)user, (void)slot, (void)in, (void)out;
+    return FV_OK;
+}
+
+/* The edge pipeline (or, for WORK_COPY, its copies alone): warm-up frames,
+ * the barrier, then o->frames frames (each collected and released). The
+ * slots' pinned input buffers get the frame once; later submits reuse
+ * them as they are. */
 static int run_edge(dv_job *j, fv_context *ctx, int *at_barrier) {
     const dv_opts *o = j->o;
     fv_filter_desc fd = {.width = o->width, .height = o->height, .format = FV_PIXEL_RGB24};
+    const fv_pipeline_port in_port = {.format = FV_PIXEL_RGB24,
+                                      .width = o->width,
+                                      .height = o->height},
+                           out_port = {
+                               .format = FV_PIXEL_GRAY8, .width = o->width, .height = o->height};
+    const fv_pipeline_stage copy = {.run = copy_stage_run,
+                                    .inputs = 1,
+                                    .outputs = 1,
+                                    .input = &in_port,
+                                    .output = &out_port,
+                                    .name = "copies alone"};
+    fv_pipeline_desc pd = {.filter = &fd, .cuda_graph = o->backend != FV_BACKEND_CPU};
+    if (j->work == WORK_COPY) /* nothing to capture */
+        pd = (fv_pipeline_desc){.stage = &copy};
     fv_pipeline *p = NULL;
-    fv_status s = fv_pipeline_create(
-        ctx, &(fv_pipeline_desc){.filter = &fd, .cuda_graph = o->backend != FV_BACKEND_CPU}, &p);
+    fv_status s = fv_pipeline_create(ctx, &pd, &p);
     if (s != FV_OK) return job_fail(j, "fv_pipeline_create", s);
     fv_pipeline_info pi;
     fv_pipeline_info_get(p, &pi);
@@ -214,10 +241,10 @@ static void *job_main(void *arg) {
     fv_status s = fv_context_create(&cd, &ctx);
     if (s != FV_OK)
         job_fail(j, "fv_context_create", s);
-    else if (j->work == 0)
-        run_edge(j, ctx, &at_barrier);
-    else
+    else if (j->work == WORK_NET)
         run_net(j, ctx, &at_barrier);
+    else
+        run_edge(j, ctx, &at_barrier);
     if (!at_barrier) pthread_barrier_wait(j->start);
     if (ctx && (s = fv_context_destroy(ctx)) != FV_OK) job_fail(j, "fv_context_destroy", s);
     return NULL;
@@ -280,7 +307,7 @@ static int parse_int(const char *name, const char *v, int lo, int hi, int *out) 
 }
 
 static int parse(int argc, char **argv, dv_opts *o, const char **devices) {
-    const char *work = "edge,net", *model = "resnet18";
+    const char *work = "edge,copy,net", *model = "resnet18";
     for (int i = 0; i < argc; i++) {
         int bad = 0;
         const char *v;
@@ -322,20 +349,32 @@ static int parse(int argc, char **argv, dv_opts *o, const char **devices) {
         }
 #undef OPT
     }
-    o->edge = strstr(work, "edge") != NULL;
-    o->net = strstr(work, "net") != NULL;
-    if (strcmp(work, "edge") && strcmp(work, "net") && strcmp(work, "edge,net") &&
-        strcmp(work, "net,edge")) {
-        fprintf(stderr, PROG ": --work %s: give edge, net or edge,net\n", work);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", work);
+    int given = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int w = 0;
+        while (w < WORKS && strcmp(t, work_names[w]))
+            w++;
+        if (w == WORKS || o->work[w]) {
+            fprintf(stderr, PROG ": --work %s: give edge, copy and net, each once, in a list\n",
+                    work);
+            return -1;
+        }
+        o->work[w] = 1, given++;
+    }
+    if (!given || strlen(work) >= sizeof buf || work[strlen(work) - 1] == ',' ||
+        strstr(work, ",,")) {
+        fprintf(stderr, PROG ": --work %s: give edge, copy and net, each once, in a list\n", work);
         return -1;
     }
     if (fv_models_arch_parse(model, &o->arch) != FV_OK) {
         fprintf(stderr, PROG ": --model %s: give resnet18, mobilenet_v2 or unet\n", model);
         return -1;
     }
-    if (o->net && !o->weights) {
+    if (o->work[WORK_NET] && !o->weights) {
         fprintf(stderr, PROG ": --work net needs --weights FILE.fvw (apps/common/net_models.py "
-                             "writes it), or --work edge\n");
+                             "writes it), or --work edge,copy\n");
         return -1;
     }
     return 0;
@@ -386,11 +425,11 @@ int bench_cmd_devices(int argc, char **argv) {
                 return 2;
             }
     fv_models_file *wts = NULL, *iof = NULL;
-    if (o.net && fv_models_file_load(o.weights, &wts) != FV_OK) {
+    if (o.work[WORK_NET] && fv_models_file_load(o.weights, &wts) != FV_OK) {
         fprintf(stderr, PROG ": --weights %s: %s\n", o.weights, fv_last_error());
         return 2;
     }
-    if (o.net && o.io && fv_models_file_load(o.io, &iof) != FV_OK) {
+    if (o.work[WORK_NET] && o.io && fv_models_file_load(o.io, &iof) != FV_OK) {
         fprintf(stderr, PROG ": --io %s: %s\n", o.io, fv_last_error());
         fv_models_file_destroy(wts);
         return 2;
@@ -416,12 +455,16 @@ int bench_cmd_devices(int argc, char **argv) {
     for (int d = 0; d < o.ndev; d++)
         printf("%s%d", d ? "," : " ", o.devices[d]);
     printf("; a context and a thread each, started together at a barrier\n");
-    if (o.edge)
+    if (o.work[WORK_EDGE])
         printf("edge: fv_pipeline %dx%d RGB24 -> Laplacian -> GRAY8, 3 slots%s, %d frames "
                "(after %d)\n",
                o.width, o.height, o.backend == FV_BACKEND_CPU ? "" : ", CUDA graphs", o.frames,
                o.warmup);
-    if (o.net)
+    if (o.work[WORK_COPY])
+        printf("copy: the same pipeline's copies alone (%dx%d RGB24 in, GRAY8 out, no work "
+               "between), %d frames (after %d)\n",
+               o.width, o.height, o.frames, o.warmup);
+    if (o.work[WORK_NET])
         printf("net: %s batch %d %dx%d%s, %d inferences (after %d)\n", fv_models_arch_name(o.arch),
                o.batch, o.size, o.size, o.backend == FV_BACKEND_CPU ? "" : ", CUDA-graph replays",
                o.iters, o.warmup);
@@ -437,8 +480,10 @@ int bench_cmd_devices(int argc, char **argv) {
     printf("\n%-5s %5s %7s %12s %10s %9s %10s %s\n", "work", "gpus", "device", "rate /s", "ms",
            "x alone", "goal 0.9", "same bytes as alone");
     int rc = 0, rows = 0;
-    for (int w = 0; w < 2; w++) {
-        if ((w == 0 && !o.edge) || (w == 1 && !o.net)) continue;
+    static const int order[WORKS] = {WORK_EDGE, WORK_COPY, WORK_NET};
+    for (int wi = 0; wi < WORKS; wi++) {
+        const int w = order[wi];
+        if (!o.work[w]) continue;
         dv_job alone, jobs[MAX_CTX];
         memset(&alone, 0, sizeof alone);
         for (int pk = 0; pk < nk; pk++) {
@@ -454,18 +499,23 @@ int bench_cmd_devices(int argc, char **argv) {
             for (int t = 0; t < k; t++) {
                 const dv_job *j = pk == 0 ? &alone : &jobs[t];
                 const double x = j->rate / alone.rate;
-                const int same = j->out_bytes == alone.out_bytes &&
-                                 (j == &alone || !memcmp(j->out, alone.out, j->out_bytes));
+                /* copy: nothing writes its output */
+                const int compared = w != WORK_COPY;
+                const int same =
+                    !compared || (j->out_bytes == alone.out_bytes &&
+                                  (j == &alone || !memcmp(j->out, alone.out, j->out_bytes)));
                 /* --io: as fovea-bench net's default tolerances (FP16 storage on CUDA) */
                 const double tol = o.backend == FV_BACKEND_CPU ? 1e-4 : 1e-2;
                 const int close = j->rel_l2 <= tol; /* -1 without --io */
                 if (!same || !close) rc = 1;
-                printf("%-5s %5d %7d %12.1f %10.2f %9.3f %10s %s", w ? "net" : "edge", k, j->device,
+                printf("%-5s %5d %7d %12.1f %10.2f %9.3f %10s %s", work_names[w], k, j->device,
                        j->rate, j->ms, x,
                        k == 1            ? "-"
                        : x >= SCALE_GOAL ? "met"
                                          : "MISS",
-                       same ? "yes" : "NO");
+                       !compared ? "- (not written)"
+                       : same    ? "yes"
+                                 : "NO");
                 if (j->rel_l2 >= 0)
                     printf(" (rel L2 vs PyTorch %.2e%s)", j->rel_l2,
                            close ? "" : ": ABOVE tolerance");
@@ -474,8 +524,10 @@ int bench_cmd_devices(int argc, char **argv) {
                     fprintf(jf,
                             "%s\n    {\"work\": \"%s\", \"gpus\": %d, \"device\": %d, \"rate\": "
                             "%.6g, \"ms\": %.6g, \"x_alone\": %.6g, \"same_bytes\": %s",
-                            rows++ ? "," : "", w ? "net" : "edge", k, j->device, j->rate, j->ms, x,
-                            same ? "true" : "false");
+                            rows++ ? "," : "", work_names[w], k, j->device, j->rate, j->ms, x,
+                            !compared ? "null"
+                            : same    ? "true"
+                                      : "false");
                 if (jf && j->rel_l2 >= 0) fprintf(jf, ", \"rel_l2\": %.6g", j->rel_l2);
                 if (jf) fprintf(jf, "}");
                 if (pk > 0) free(jobs[t].out);

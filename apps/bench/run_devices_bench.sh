@@ -5,7 +5,9 @@
 # each), writes ResNet-18's weights, input and FP32 reference
 # (apps/common/net_models.py, on the CPU), then
 #   fovea-bench devices   the edge pipeline (1080p RGB24 -> Laplacian ->
-#                         GRAY8) and ResNet-18 b1 replays on the first
+#                         GRAY8), its copies alone (no GPU work: what the
+#                         host lets the copies scale to) and ResNet-18 b1
+#                         replays on the first
 #                         device alone, then on 2, 4, ... and all at once, a
 #                         context and a thread each; each device's rate over
 #                         the lone rate (goal >= 0.9), outputs byte-identical
@@ -47,7 +49,7 @@ main() {
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DFV_TEST_PYTHON="$(command -v "$py")" "${extra[@]}" >"$out/build.log" 2>&1 &&
     cmake --build "$build" -j"$(nproc)" --target fovea-bench test_gpu_threads fovea-infer \
-      >>"$out/build.log" 2>&1 ||
+      test_infer_app >>"$out/build.log" 2>&1 ||
     { tail -30 "$out/build.log"; return 1; }
 
   step "test_gpu_threads (contexts in threads; on every device at once)"
@@ -60,7 +62,7 @@ main() {
 
   step "fovea-bench devices"
   timeout 420 "$build/apps/bench/fovea-bench" devices --devices "${FV_DEVICES:-all}" \
-    --work edge,net --frames "${FV_FRAMES:-3000}" --iters "${FV_ITERS:-2000}" \
+    --work edge,copy,net --frames "${FV_FRAMES:-3000}" --iters "${FV_ITERS:-2000}" \
     --warmup "${FV_WARMUP:-200}" --model resnet18 --weights "$build/nets/resnet18.fvw" \
     --io "$build/nets/resnet18_n1_s224.io.fvw" --json "$out/devices.json"
   local rc=$?
@@ -72,8 +74,10 @@ main() {
   for d in 0 "${FV_DEVICES_INFER:-0,1}"; do
     timeout 120 "$build/apps/fovea-infer/fovea-infer" --backend cuda --device "$d" --cuda-graph \
       --json --quiet --frames 2000 --input-width 1920 --input-height 1080 "${cams[@]}" \
-      null:// null:// null:// null:// >"$build/infer_$d.json" || irc=1
-    echo "--device $d:"
+      null:// null:// null:// null:// >"$build/infer_$d.json"
+    local r=$?
+    [ $r = 0 ] || irc=1
+    echo "--device $d: exit $r$([ $r = 124 ] && echo ' (killed after 120 s)')"
     grep '"type":"summary"' "$build/infer_$d.json" | python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -82,6 +86,10 @@ for line in sys.stdin:
         s["device_index"], s["batches"], s["batch"], s["fps"], len(s["cameras"]), s["ok"]))'
   done
   [ $irc = 0 ] || rc=1
+
+  step "fovea-infer's tests on CUDA (--device 0,0 among them)"
+  (cd "$build" && timeout 200 ctest -R 'app_infer_.*_gpu' --output-on-failure 2>&1 | tail -15)
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
   step "done"
   [ "$trc" = 0 ] || return "$trc"
   return $rc

@@ -14,35 +14,46 @@
 #include <time.h>
 #include "infer.h"
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static atomic_int stopping;
-
 int64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-void capture_lock(void) {
-    pthread_mutex_lock(&mu);
+int capture_group_init(capture_group *g) {
+    atomic_init(&g->stopping, 0);
+    if (pthread_mutex_init(&g->mu, NULL) != 0) return -1;
+    if (pthread_cond_init(&g->cv, NULL) != 0) {
+        pthread_mutex_destroy(&g->mu);
+        return -1;
+    }
+    return 0;
 }
 
-void capture_unlock(void) {
-    pthread_mutex_unlock(&mu);
+void capture_group_destroy(capture_group *g) {
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
 }
 
-void capture_signal(void) {
-    pthread_cond_broadcast(&cv);
+void capture_lock(capture_group *g) {
+    pthread_mutex_lock(&g->mu);
 }
 
-int capture_wait(int ms) {
+void capture_unlock(capture_group *g) {
+    pthread_mutex_unlock(&g->mu);
+}
+
+void capture_signal(capture_group *g) {
+    pthread_cond_broadcast(&g->cv);
+}
+
+int capture_wait(capture_group *g, int ms) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += (long)ms * 1000000L;
     ts.tv_sec += ts.tv_nsec / 1000000000L;
     ts.tv_nsec %= 1000000000L;
-    return pthread_cond_timedwait(&cv, &mu, &ts) != ETIMEDOUT;
+    return pthread_cond_timedwait(&g->cv, &g->mu, &ts) != ETIMEDOUT;
 }
 
 int capture_open(const options *o, camera *c, fv_log_fn log, void *log_user) {
@@ -87,23 +98,26 @@ int capture_buffers(camera *c, fv_context *ctx) {
 
 static void *capture_thread(void *arg) {
     camera *c = arg;
-    while (!stopping) {
+    capture_group *g = c->grp;
+    pthread_mutex_t *mu = &g->mu;
+    pthread_cond_t *cv = &g->cv;
+    while (!atomic_load(&g->stopping)) {
         if (c->lossless) { /* a file: the next frame waits until this one is taken */
-            pthread_mutex_lock(&mu);
-            while (c->ready >= 0 && !stopping) {
+            pthread_mutex_lock(mu);
+            while (c->ready >= 0 && !atomic_load(&g->stopping)) {
                 struct timespec ts;
                 clock_gettime(CLOCK_REALTIME, &ts);
                 ts.tv_nsec += 20000000L;
                 ts.tv_sec += ts.tv_nsec / 1000000000L;
                 ts.tv_nsec %= 1000000000L;
-                pthread_cond_timedwait(&cv, &mu, &ts);
+                pthread_cond_timedwait(cv, mu, &ts);
             }
             c->last_ns = now_ns(); /* waiting for the main loop is no stall */
-            pthread_mutex_unlock(&mu);
+            pthread_mutex_unlock(mu);
         }
         /* a buffer to capture into: a free one, or the READY frame nobody
          * took (the newer frame replaces it) */
-        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(mu);
         int b = -1;
         for (int i = 0; i < MAILBOX && b < 0; i++)
             if (c->state[i] == BUF_FREE) b = i;
@@ -113,7 +127,7 @@ static void *capture_thread(void *arg) {
             c->overwritten++;
         }
         if (b >= 0) c->state[b] = BUF_WRITING;
-        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(mu);
         if (b < 0) { /* cannot happen with MAILBOX > SLOTS + 1 */
             struct timespec ts = {0, 1000000};
             nanosleep(&ts, NULL);
@@ -125,28 +139,28 @@ static void *capture_thread(void *arg) {
         fv_status s = fv_source_capture_into(c->src, c->lossless ? 0 : FV_SOURCE_CAPTURE_LATEST,
                                              &c->host[b], &fr);
         if (s != FV_OK) {
-            pthread_mutex_lock(&mu);
+            pthread_mutex_lock(mu);
             c->state[b] = BUF_FREE;
-            pthread_mutex_unlock(&mu);
+            pthread_mutex_unlock(mu);
         }
         if (s == FV_ERR_TIMEOUT || s == FV_ERR_NOT_READY) {
-            pthread_mutex_lock(&mu);
+            pthread_mutex_lock(mu);
             c->waiting = s == FV_ERR_NOT_READY;
-            pthread_mutex_unlock(&mu);
+            pthread_mutex_unlock(mu);
             continue;
         }
         if (s != FV_OK) {
             snprintf(c->end_msg, sizeof c->end_msg, "%s", fv_last_error());
         }
         if (s != FV_OK) {
-            pthread_mutex_lock(&mu);
+            pthread_mutex_lock(mu);
             c->ended = 1;
             c->failed = s != FV_ERR_END_OF_STREAM;
-            pthread_cond_broadcast(&cv);
-            pthread_mutex_unlock(&mu);
+            pthread_cond_broadcast(cv);
+            pthread_mutex_unlock(mu);
             return NULL;
         }
-        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(mu);
         if (c->ready >= 0) {
             c->state[c->ready] = BUF_FREE;
             c->overwritten++;
@@ -160,15 +174,16 @@ static void *capture_thread(void *arg) {
         c->captured++;
         c->source_dropped = fr.dropped;
         c->waiting = 0;
-        pthread_cond_broadcast(&cv);
-        pthread_mutex_unlock(&mu);
+        pthread_cond_broadcast(cv);
+        pthread_mutex_unlock(mu);
     }
     return NULL;
 }
 
-int capture_start(camera *cams, int n) {
-    stopping = 0;
+int capture_start(capture_group *g, camera *cams, int n) {
+    atomic_store(&g->stopping, 0);
     for (int i = 0; i < n; i++) {
+        cams[i].grp = g;
         cams[i].last_ns = now_ns();
         int e = pthread_create(&cams[i].thread, NULL, capture_thread, &cams[i]);
         if (e != 0) {
@@ -181,8 +196,8 @@ int capture_start(camera *cams, int n) {
     return 0;
 }
 
-void capture_stop(camera *cams, int n) {
-    stopping = 1;
+void capture_stop(capture_group *g, camera *cams, int n) {
+    atomic_store(&g->stopping, 1);
     for (int i = 0; i < n; i++)
         if (cams[i].started) {
             pthread_join(cams[i].thread, NULL);

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include "fovea/fovea.h"
@@ -71,6 +72,17 @@ typedef struct options {
 /* ---- capture.c ------------------------------------------------------------------ */
 enum { BUF_FREE, BUF_WRITING, BUF_READY, BUF_HELD };
 
+/* One worker's cameras and tick loop: the lock over their mailboxes, the
+ * signal of a new or taken frame, and the stop flag of their threads. Each
+ * worker of a spreading run has its own, so a worker that ends stops its
+ * own capture threads only (one process-wide flag once stopped the
+ * others': a worker done first left the rest waiting for frames). */
+typedef struct capture_group {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int stopping;
+} capture_group;
+
 typedef struct camera {
     int index; /* batch item */
     const char *uri;
@@ -95,6 +107,7 @@ typedef struct camera {
     int stalled;
     pthread_t thread;
     int started;
+    capture_group *grp; /* its worker's (set by capture_start) */
     fv_sink *sink;
     fv_sink_info sink_info;
 } camera;
@@ -104,20 +117,24 @@ typedef struct camera {
 int capture_open(const options *o, camera *c, fv_log_fn log, void *log_user);
 /* Makes the camera's mailbox of frame buffers on ctx. 0, or -1 after printing why. */
 int capture_buffers(camera *c, fv_context *ctx);
-/* Starts the capture threads of cams[0..n-1]. 0, or -1 after printing why. */
-int capture_start(camera *cams, int n);
-/* Asks the threads to stop and joins them. */
-void capture_stop(camera *cams, int n);
+/* A worker's group: 0, or -1 (no lock could be made). */
+int capture_group_init(capture_group *g);
+void capture_group_destroy(capture_group *g);
+/* Starts the capture threads of cams[0..n-1], in group g. 0, or -1 after
+ * printing why. */
+int capture_start(capture_group *g, camera *cams, int n);
+/* Asks the threads of g to stop and joins those of cams[0..n-1]. */
+void capture_stop(capture_group *g, camera *cams, int n);
 /* Frees what capture_open and capture_buffers made (after capture_stop). */
 void capture_close(camera *c);
 
-/* Under the capture lock (main thread). */
-void capture_lock(void);
-void capture_unlock(void);
-/* Wakes the capture threads (locked; after frames were taken). */
-void capture_signal(void);
-/* Waits (locked) until a frame arrives or the time passes; 0 on timeout. */
-int capture_wait(int ms);
+/* Under g's lock (the worker's tick loop). */
+void capture_lock(capture_group *g);
+void capture_unlock(capture_group *g);
+/* Wakes g's capture threads (locked; after frames were taken). */
+void capture_signal(capture_group *g);
+/* Waits (locked) until a frame of g arrives or the time passes; 0 on timeout. */
+int capture_wait(capture_group *g, int ms);
 int64_t now_ns(void);
 
 /* Input i's number on the command line (differs from i in a worker of a
@@ -157,6 +174,7 @@ typedef struct app {
     model *m;
     camera *cams;
     int n;
+    capture_group *grp; /* the cameras' (capture.c) */
     fv_preprocess_desc pd;
     fv_region region[MAX_CAMERAS]; /* of the net input each camera's frame fills */
     /* The ring: one input per camera (its frames, uploaded from the
@@ -224,8 +242,8 @@ void stats_latency(stats *s, float ms);
 void stats_gpu(stats *s, float ms);
 /* One status line (text to stderr, or a JSON object to stdout) over the
  * window since the last one, which is then reset. */
-void report_status(const options *o, const model *m, camera *cams, int n, stats *s, double secs,
-                   double t);
+void report_status(const options *o, const model *m, capture_group *g, camera *cams, int n,
+                   stats *s, double secs, double t);
 /* The summary at the end. */
 void report_summary(const options *o, const model *m, camera *cams, int n, stats *s, double secs,
                     const char *end, int ok, const fv_context_info *ci, long allocs);

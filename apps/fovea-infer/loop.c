@@ -87,7 +87,7 @@ static int gather(app *a, int s, volatile sig_atomic_t *stop, int *all_ended) {
     const options *o = a->o;
     int64_t first_ready = 0;
     *all_ended = 0;
-    capture_lock();
+    capture_lock(a->grp);
     for (;;) {
         int64_t now = now_ns(), ready_period = INT64_MAX, ready_next = INT64_MAX;
         int any = 0, live = 0, wait = 0;
@@ -120,10 +120,10 @@ static int gather(app *a, int s, volatile sig_atomic_t *stop, int *all_ended) {
         /* --sync waits until the camera counts as stalled instead */
         if (any && !o->sync && now - first_ready >= (int64_t)o->wait_ms * 1000000) break;
         int keep = !any && a->awake_host && a->inflight == 0;
-        if (!capture_wait(any ? 1 : keep ? a->o->keep_awake_ms : 20) && keep) {
-            capture_unlock();
+        if (!capture_wait(a->grp, any ? 1 : keep ? a->o->keep_awake_ms : 20) && keep) {
+            capture_unlock(a->grp);
             keep_awake(a);
-            capture_lock();
+            capture_lock(a->grp);
         }
     }
     int taken = 0;
@@ -137,8 +137,8 @@ static int gather(app *a, int s, volatile sig_atomic_t *stop, int *all_ended) {
         c->ready = -1;
         taken++;
     }
-    capture_signal(); /* file inputs wait for their frame to be taken */
-    capture_unlock();
+    capture_signal(a->grp); /* file inputs wait for their frame to be taken */
+    capture_unlock(a->grp);
     return taken;
 }
 
@@ -285,19 +285,19 @@ static int finish_tick(app *a, int s) {
         cs->frames++, cs->window_frames++;
     }
     fv_pipeline_release(a->pipe);
-    capture_lock(); /* the frames go back to their mailboxes */
+    capture_lock(a->grp); /* the frames go back to their mailboxes */
     for (int i = 0; i < a->n; i++)
         if (a->taken[s][i]) a->cams[i].state[a->held[s][i]] = BUF_FREE;
-    capture_unlock();
+    capture_unlock(a->grp);
     return rc;
 }
 
 static int any_ready(app *a) {
     int any = 0;
-    capture_lock();
+    capture_lock(a->grp);
     for (int i = 0; i < a->n; i++)
         any |= a->cams[i].ready >= 0;
-    capture_unlock();
+    capture_unlock(a->grp);
     return any;
 }
 
@@ -346,7 +346,8 @@ int loop_run(app *a, volatile sig_atomic_t *stop, const char **end) {
             rc = finish_tick(a, OLDEST);
         double now = now_s();
         if (now - last >= 1.0) {
-            if (!o->quiet) report_status(o, a->m, a->cams, a->n, a->st, now - last, now - t0);
+            if (!o->quiet)
+                report_status(o, a->m, a->grp, a->cams, a->n, a->st, now - last, now - t0);
             last = now;
         }
     }

@@ -520,6 +520,7 @@ static void print_setup(const app *a) {
 
 /* One worker's state (heap: a spreading run has several at once). */
 typedef struct worker {
+    capture_group grp;
     camera cams[MAX_CAMERAS];
     model m;
     stats st;
@@ -532,6 +533,12 @@ static int run(options *o) {
     worker *wk = calloc(1, sizeof *wk);
     if (!wk) {
         fprintf(stderr, PROG ": %sno memory for the run's state\n", o->tag ? o->tag : "");
+        return 1;
+    }
+    if (capture_group_init(&wk->grp) != 0) {
+        fprintf(stderr, PROG ": %scannot make the capture lock\n", o->tag ? o->tag : "");
+        free(wk);
+        if (o->ndevices > 1) worker_failed = stop_requested = 1;
         return 1;
     }
     camera *cams = wk->cams;
@@ -548,7 +555,7 @@ static int run(options *o) {
     }
     if (!(ctx = make_context(o, cams, n, low_latency_memory(o)))) goto done;
     if (model_load(o, o->batch ? o->batch : n, ctx, m) != 0) goto done;
-    *a = (app){.o = o, .ctx = ctx, .m = m, .cams = cams, .n = n, .st = st};
+    *a = (app){.o = o, .ctx = ctx, .m = m, .cams = cams, .n = n, .grp = &wk->grp, .st = st};
     fv_context_info_get(ctx, &a->ci);
     a->pd.fit = o->fit;
     if (o->norm_given) {
@@ -562,7 +569,7 @@ static int run(options *o) {
     if (loop_pipeline(a) != 0 || loop_keep_awake_init(a) != 0) goto done;
     if (!o->json) print_setup(a);
     st->rng = 12345;
-    if (capture_start(cams, n) != 0) goto done;
+    if (capture_start(&wk->grp, cams, n) != 0) goto done;
     long carved = carve_outs(ctx);
     double t0 = (double)now_ns() * 1e-9;
     running = 1;
@@ -571,7 +578,7 @@ static int run(options *o) {
         end = "stopped: another device's worker failed";
     double secs = (double)now_ns() * 1e-9 - t0;
     long allocs = carve_outs(ctx) - carved;
-    capture_stop(cams, n);
+    capture_stop(&wk->grp, cams, n);
     for (int i = 0; i < n; i++) {
         if (cams[i].sink && fv_sink_close(cams[i].sink) != FV_OK && rc == 0) {
             fprintf(stderr, PROG ": finishing %s: %s\n", cams[i].sink_info.name, fv_last_error());
@@ -588,7 +595,7 @@ done:
     /* a spreading run: a worker whose set-up failed stops the others (a
      * wrong device or input fails the run now, not after Ctrl-C) */
     if (!running && o->ndevices > 1) worker_failed = stop_requested = 1;
-    capture_stop(cams, n);
+    capture_stop(&wk->grp, cams, n);
     for (int i = 0; i < n; i++)
         fv_sink_close(cams[i].sink);
     if (ctx) fv_context_synchronize(ctx);
@@ -600,6 +607,7 @@ done:
     for (int i = 0; i < opened; i++)
         capture_close(&cams[i]); /* after the sinks; before the context (mapped buffers) */
     fv_context_destroy(ctx);
+    capture_group_destroy(&wk->grp);
     free(wk);
     return rc;
 }

@@ -89,9 +89,12 @@ static void json_top(const options *o, const model *m, const cam_stats *cs) {
     printf("]");
 }
 
-void report_status(const options *o, const model *m, camera *cams, int n, stats *s, double secs,
-                   double t) {
-    capture_lock(); /* the capture threads' counters */
+void report_status(const options *o, const model *m, capture_group *g, camera *cams, int n,
+                   stats *s, double secs, double t) {
+    capture_lock(g); /* the capture threads' counters */
+    /* whole lines: a spreading run's workers print at once */
+    flockfile(stdout);
+    flockfile(stderr);
     double p50 = percentile(s->wlat, s->nwlat, 0.5), p99 = percentile(s->wlat, s->nwlat, 0.99);
     long tk = s->window_ticks ? s->window_ticks : 1;
     if (o->json) {
@@ -135,7 +138,9 @@ void report_status(const options *o, const model *m, camera *cams, int n, stats 
         }
         fflush(stderr);
     }
-    capture_unlock();
+    funlockfile(stderr);
+    funlockfile(stdout);
+    capture_unlock(g);
     s->window_ticks = 0;
     memset(s->window_stage, 0, sizeof s->window_stage);
     s->nwlat = 0;
@@ -143,7 +148,7 @@ void report_status(const options *o, const model *m, camera *cams, int n, stats 
         s->cam[i].window_frames = 0;
 }
 
-void report_summary(const options *o, const model *m, camera *cams, int n, stats *s, double secs,
+static void summary(const options *o, const model *m, camera *cams, int n, stats *s, double secs,
                     const char *end, int ok, const fv_context_info *ci, long allocs) {
     long nl = s->nlat < LAT_SAMPLES ? s->nlat : LAT_SAMPLES;
     float first = s->nwarm ? s->warm[0] : 0.0f;
@@ -217,4 +222,13 @@ void report_summary(const options *o, const model *m, camera *cams, int n, stats
                 m->task == TASK_CLASSIFY ? ", last: " : "", m->task == TASK_CLASSIFY ? best : "",
                 c->sink_info.name[0] ? " -> " : "", c->sink_info.name);
     }
+}
+
+void report_summary(const options *o, const model *m, camera *cams, int n, stats *s, double secs,
+                    const char *end, int ok, const fv_context_info *ci, long allocs) {
+    flockfile(stdout); /* whole summaries: a spreading run's workers end at once */
+    flockfile(stderr);
+    summary(o, m, cams, n, s, secs, end, ok, ci, allocs);
+    funlockfile(stderr);
+    funlockfile(stdout);
 }

@@ -17,7 +17,9 @@
  *             same bytes; then spread over two workers (--device 0,0: two
  *             contexts, threads, batches and summaries): the same bytes;
  *   ended     an input that ends after 3 frames beside an endless one: the
- *             run goes on, the ended one is reported "ended"; and
+ *             run goes on, the ended one is reported "ended"; the same
+ *             spread over two workers (--device 0,0): the first worker ends,
+ *             the second runs its batches to the end; and
  *             --low-latency --keep-awake 1 on a camera paced at 100 fps: on
  *             CUDA the summary counts the keep-awake runs queued between
  *             frames (> 0) and names zero-copy memory (a classifier under
@@ -36,6 +38,7 @@
 #include "fv_test.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +53,12 @@ extern char **environ;
 static const char *app, *work_dir;
 static char *backend = "cpu"; /* "cuda" with a fourth argument "cuda" (GPU tests) */
 
-/* Runs argv with stdout and stderr into log, without a display; the exit status. */
+/* The longest a run may take before it counts as hung (sanitizer builds
+ * included; the runs here take a few seconds). */
+enum { RUN_LIMIT_S = 150 };
+
+/* Runs argv with stdout and stderr into log, without a display; the exit
+ * status. A run past RUN_LIMIT_S is killed and fails the test. */
 static int run_app(char *const argv[], const char *log) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -63,8 +71,18 @@ static int run_app(char *const argv[], const char *log) {
     posix_spawn_file_actions_destroy(&fa);
     if (e != 0) fail_msg("cannot run %s: %s", argv[0], strerror(e));
     int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR) fail_msg("waitpid: %s", strerror(errno));
+    for (long ms = 0;; ms += 10) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) break;
+        if (r < 0 && errno != EINTR) fail_msg("waitpid: %s", strerror(errno));
+        if (ms >= RUN_LIMIT_S * 1000L) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            fail_msg("%s did not finish in %d s (hung?); its output is in %s", argv[0], RUN_LIMIT_S,
+                     log);
+        }
+        usleep(10000);
+    }
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -349,6 +367,56 @@ static void infer_ended(void **state) {
     free(text);
 }
 
+/* --device 0,0 with one worker's input ending after 3 frames (0.15 s)
+ * and the other's live: the first worker ends ("inputs ended") and the
+ * second runs its 100 batches. (Its capture threads once shared the first
+ * worker's stop flag: they stopped with it, and the second worker waited
+ * for frames until killed.) */
+static void infer_spread_one_ends(void **state) {
+    (void)state;
+    char log[1024];
+    snprintf(log, sizeof log, "%s/infer_spread_one_ends.log", work_dir);
+    char *argv[] = {(char *)app,
+                    "--backend",
+                    backend,
+                    "--frames",
+                    "100",
+                    "--sync",
+                    "--stall-ms",
+                    "20000",
+                    "--json",
+                    "--input-width",
+                    "32",
+                    "--input-height",
+                    "24",
+                    "--device",
+                    "0,0",
+                    "--input",
+                    "test://?fps=20&frames=3",
+                    "--input",
+                    "test://?fps=200",
+                    NULL};
+    int rc = run_app(argv, log);
+    char *text = slurp(log);
+    const char *s0 = summary_of(text), *s1 = s0 ? summary_of(s0 + 1) : NULL;
+    if (rc != 0 || !s1) fail_msg("fovea-infer exited %d without two summaries:\n%s", rc, text);
+    /* the two summary lines alone; a: the live input's worker's */
+    char a[8192], b[8192];
+    snprintf(a, sizeof a, "%.*s", (int)strcspn(s0, "\n"), s0);
+    snprintf(b, sizeof b, "%.*s", (int)strcspn(s1, "\n"), s1);
+    if (!strstr(a, "test://?fps=200\"")) {
+        char t[8192];
+        memcpy(t, a, sizeof t), memcpy(a, b, sizeof a), memcpy(b, t, sizeof b);
+    }
+    if (!strstr(a, "\"batches\":100,") || !strstr(a, "\"state\":\"live\",\"frames\":100,") ||
+        !strstr(a, "\"ok\":true"))
+        fail_msg("the live input's worker: want 100 batches, ok:\n%s", text);
+    if (!strstr(b, "\"end\":\"inputs ended\"") || !strstr(b, "\"state\":\"ended\",\"frames\":3,") ||
+        !strstr(b, "\"ok\":true"))
+        fail_msg("the ended input's worker: want \"inputs ended\" after 3 frames, ok:\n%s", text);
+    free(text);
+}
+
 static void infer_keep_awake(void **state) {
     (void)state;
     char log[1024];
@@ -518,9 +586,9 @@ int main(int argc, char **argv) {
     const struct CMUnitTest classify[] = {cmocka_unit_test(infer_classify)};
     const struct CMUnitTest segment[] = {cmocka_unit_test(infer_segment),
                                          cmocka_unit_test(infer_spread)};
-    const struct CMUnitTest ended[] = {cmocka_unit_test(infer_ended),
-                                       cmocka_unit_test(infer_keep_awake),
-                                       cmocka_unit_test(infer_low_latency_auto)};
+    const struct CMUnitTest ended[] = {
+        cmocka_unit_test(infer_ended), cmocka_unit_test(infer_spread_one_ends),
+        cmocka_unit_test(infer_keep_awake), cmocka_unit_test(infer_low_latency_auto)};
     const struct CMUnitTest errors[] = {cmocka_unit_test(infer_errors)};
     if (!strcmp(argv[1], "classify")) return cmocka_run_group_tests(classify, NULL, NULL);
     if (!strcmp(argv[1], "segment")) return cmocka_run_group_tests(segment, NULL, NULL);
