@@ -13,7 +13,11 @@
  * once. In each, every thread makes its context and work, warms up, waits at
  * a barrier, runs its count and stops its clock after a synchronize; a
  * device's rate over the lone device's rate is its scaling (target >= 0.9,
- * issue 19). Every context's last output (but copy's, which nothing
+ * issue 19). A row "all" adds them up: every context's frames (or
+ * inferences) over the longest loop, against k times the lone rate (a
+ * device listed twice shares its GPU, and one context may finish well
+ * before the other: the rows of each then differ, the "all" row says what
+ * the GPU did). Every context's last output (but copy's, which nothing
  * writes) is compared byte for byte with the lone run's, and with --io the net's output against
  * PyTorch's FP32 (rel L2 within 1e-2, CPU 1e-4); exit 1 when one differs or any call fails.
  *
@@ -531,6 +535,21 @@ int bench_cmd_devices(int argc, char **argv) {
                 if (jf && j->rel_l2 >= 0) fprintf(jf, ", \"rel_l2\": %.6g", j->rel_l2);
                 if (jf) fprintf(jf, "}");
                 if (pk > 0) free(jobs[t].out);
+            }
+            if (k > 1) { /* all of them together: every frame over the longest loop */
+                double total = 0, longest = 0;
+                for (int t = 0; t < k; t++) {
+                    total += jobs[t].rate * jobs[t].ms / 1e3;
+                    if (jobs[t].ms > longest) longest = jobs[t].ms;
+                }
+                const double agg = total / (longest / 1e3), x = agg / (k * alone.rate);
+                printf("%-5s %5d %7s %12.1f %10.2f %9.3f %10s %s\n", work_names[w], k, "all", agg,
+                       longest, x, x >= SCALE_GOAL ? "met" : "MISS", "(together, over x alone)");
+                if (jf)
+                    fprintf(jf,
+                            ",\n    {\"work\": \"%s\", \"gpus\": %d, \"aggregate\": true, "
+                            "\"rate\": %.6g, \"ms\": %.6g, \"x_alone\": %.6g}",
+                            work_names[w], k, agg, longest, x);
             }
         }
         free(alone.out);

@@ -4,7 +4,8 @@
 # UNet of net_models.py's default cases (the net_models fixture), each
 # context's last output byte-identical to the lone run's (but the copies',
 # which nothing writes: null) and the net within tolerance of PyTorch (exit
-# 0, "ok": true, nine rows); then the refusals of bad options.
+# 0, "ok": true, twelve rows: a row of the two together for each work);
+# then the refusals of bad options.
 # Usage: test_bench_devices.sh FOVEA_BENCH NET_MODELS_DIR
 set -eu
 bench=$1
@@ -19,7 +20,10 @@ fail() { echo "FAIL: $*"; exit 1; }
     { cat "$w/out"; fail "the run exited $?"; }
 cat "$w/out"
 grep -q '"ok": true' "$w/d.json" || fail "JSON: not ok"
-[ "$(grep -c '"work": ' "$w/d.json")" = 9 ] || fail "JSON: not 9 rows (edge, copy, net: 1 + 2 each)"
+[ "$(grep -c '"work": ' "$w/d.json")" = 12 ] ||
+    fail "JSON: not 12 rows (edge, copy, net: 1 + 2 + the two together each)"
+[ "$(grep -c '"aggregate": true' "$w/d.json")" = 3 ] || fail "JSON: not 3 rows of the two together"
+grep -q "^edge .* all .*(together" "$w/out" || fail "table: no row of the two together"
 ! grep -q '"same_bytes": false' "$w/d.json" || fail "an output differs from the lone run's"
 [ "$(grep -c '"work": "edge".*"same_bytes": true' "$w/d.json")" = 3 ] || fail "edge: not compared"
 [ "$(grep -c '"work": "copy".*"same_bytes": null' "$w/d.json")" = 3 ] || fail "copy: no null rows"
