@@ -8,9 +8,9 @@
  * multiple of the threads, so that one frame alone splits evenly).
  *
  * The workers are made on first use and live for the process, asleep on a
- * condition variable between frames: as many as the CPUs less one, at most
- * MAX_WORKERS, or FV_COPY_THREADS (0 to 64) where it is set, for
- * measurement or to leave cores to other work. */
+ * condition variable between frames: fv__copy_default_workers of the CPUs
+ * online, or FV_COPY_THREADS (0 to 64) where it is set, for measurement or
+ * to leave cores to other work. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include "io_internal.h"
 
-#define MAX_WORKERS 7
+#define MAX_WORKERS 15
 #define SPLIT_BYTES ((size_t)1 << 20) /* smaller frames: one thread */
 #define PART_BYTES  ((size_t)1 << 20) /* about this much a part */
 #define MAX_PARTS   64
@@ -80,10 +80,22 @@ static void *worker(void *arg) {
     return NULL;
 }
 
+/* The CPUs less one, at most 7, or half the CPUs less one where that is
+ * more (many cores: a host with several GPUs), at most MAX_WORKERS. 7 held
+ * four 1080p cameras on one GPU at the PCIe floor on 16 CPUs (H100 machine,
+ * 2026-11-27); spread over two GPUs on 32 CPUs (two H200s, session 59)
+ * the copies were the limit: four cameras 12746-13296 frames/s with 7,
+ * 16506-16586 with 15, 16199-16320 with 24; eight cameras 13154-13430,
+ * 14465-14487 and 10722-10932; one GPU the same with 7 or 15 (PCIe). */
+int fv__copy_default_workers(long cpus) {
+    if (cpus <= 1) return 0;
+    long want = cpus - 1, cap = cpus / 2 - 1 > 7 ? cpus / 2 - 1 : 7;
+    if (cap > MAX_WORKERS) cap = MAX_WORKERS;
+    return (int)(want < cap ? want : cap);
+}
+
 static void start(void) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int want = cpus > 1 ? (int)(cpus - 1) : 0;
-    if (want > MAX_WORKERS) want = MAX_WORKERS;
+    int want = fv__copy_default_workers(sysconf(_SC_NPROCESSORS_ONLN));
     const char *env = getenv("FV_COPY_THREADS");
     if (env && *env) {
         char *end;

@@ -32,6 +32,8 @@ typedef struct fv__source_ops {
 void fv__copy_rows(void *dst, size_t dstride, const void *src, size_t sstride, size_t row,
                    size_t rows);
 void fv__copy_image(const fv_image *src, const fv_image *dst);
+/* The copy workers made for a machine of cpus CPUs (copy.c). */
+int fv__copy_default_workers(long cpus);
 
 struct fv_source {
     const fv__source_ops *ops;

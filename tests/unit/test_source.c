@@ -21,6 +21,7 @@ fv_status fv__host_convert(const fv_image *src, fv_image *dst);
 int64_t fv__now_ns(void);
 void fv__copy_rows(void *dst, size_t dstride, const void *src, size_t sstride, size_t row,
                    size_t rows);
+int fv__copy_default_workers(long cpus);
 
 static char tmp_dir[256];
 
@@ -784,6 +785,18 @@ static void *copy_thread(void *arg) {
     return NULL;
 }
 
+/* The copy workers by CPU count: the CPUs less one up to 16 CPUs, at most
+ * 7; half the CPUs less one beyond (hosts with several GPUs), at most 15. */
+static void copy_default_workers(void **state) {
+    (void)state;
+    const long cpus[] = {-1, 0, 1, 2, 4, 8, 9, 12, 16, 17, 18, 20, 24, 32, 33, 64, 256};
+    const int want[] = {0, 0, 0, 1, 3, 7, 7, 7, 7, 7, 8, 9, 11, 15, 15, 15, 15};
+    for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++)
+        if (fv__copy_default_workers(cpus[i]) != want[i])
+            fail_msg("%ld CPUs: %d workers, want %d", cpus[i], fv__copy_default_workers(cpus[i]),
+                     want[i]);
+}
+
 static void copy_many_at_once(void **state) {
     (void)state;
     copy_case cases[] = {
@@ -825,6 +838,7 @@ int main(void) {
         cmocka_unit_test(test_items),
         cmocka_unit_test(capture_into),
         cmocka_unit_test(copy_many_at_once),
+        cmocka_unit_test(copy_default_workers),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
