@@ -47,6 +47,7 @@ typedef struct options {
      * devices[i % ndevices]), a worker each (context, model, batch, thread);
      * ndevices 1: one device, as before */
     int devices[MAX_CAMERAS], ndevices;
+    int device_all; /* --device all: every CUDA device (at most one an input), set in parse */
     /* a worker's view (set by the spreading run): its inputs' numbers on
      * the command line (cam_id[i] for its input i) and a prefix for its
      * status lines and summary ("" when not spread) */

@@ -68,6 +68,8 @@ static void usage(FILE *f) {
         "                      (i mod count)-th, each device with its own context, model,\n"
         "                      batch (its inputs; --batch applies to each) and thread, and its\n"
         "                      own status lines and summary; at least one input a device\n"
+        "  --device all        every CUDA device, as a list 0,1,...: the first N when there\n"
+        "                      are N inputs and more devices (exit 1 where there is none)\n"
         "  --memory M          where frames live: auto (default: mapped host memory the GPU\n"
         "                      reads in place on integrated GPUs, device memory and copies on\n"
         "                      discrete ones), zero-copy or device (as fovea-edge)\n"
@@ -102,10 +104,16 @@ static void usage(FILE *f) {
         "      --input \"test://?fps=0\" --input \"test://?fps=0\" null:// null://\n");
 }
 
-/* --device N or N,M,...: each a CUDA device index (fv_cli_device's rules).
- * 0, or 2 after printing why. */
+/* --device N, N,M,... or all: each a CUDA device index (fv_cli_device's
+ * rules); all is resolved once every option is read (parse). 0, or 2 after
+ * printing why. */
 static int parse_devices(const char *v, options *o) {
     char buf[256], *save = NULL;
+    o->device_all = !strcmp(v, "all");
+    if (o->device_all) {
+        o->ndevices = 0, o->device = 0;
+        return 0;
+    }
     if (strlen(v) >= sizeof buf || !v[0] || v[0] == ',' || v[strlen(v) - 1] == ',' ||
         strstr(v, ",,")) {
         fprintf(stderr,
@@ -176,7 +184,7 @@ static int parse_format(const char *v, fv_pixel_format *f) {
     return -1;
 }
 
-/* 0: run, 1: exit 0 (help), 2: usage error. */
+/* 0: run, 1: exit 0 (help), 2: usage error, 3: exit 1 (--device all found no device). */
 static int parse(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->top = 3;
@@ -310,6 +318,22 @@ static int parse(int argc, char **argv, options *o) {
     if ((o->width == 0) != (o->height == 0))
         return fail_usage("give --input-width and --input-height together");
     if (o->ninputs == 0) o->inputs[o->ninputs++] = "test://";
+    if (o->device_all) {
+        if (o->backend == FV_BACKEND_CPU)
+            return fail_usage("--device all: the CPU backend has no devices (drop --device, or "
+                              "use --backend cuda)");
+        o->backend = FV_BACKEND_CUDA;
+        int n = 0;
+        fv_status s = fv_cuda_device_count(&n);
+        if (s != FV_OK || n == 0) {
+            fprintf(stderr, PROG ": --device all: %s\n",
+                    s != FV_OK ? fv_last_error() : "no CUDA device found");
+            return 3;
+        }
+        o->ndevices = n < o->ninputs ? n : o->ninputs;
+        for (int d = 0; d < o->ndevices; d++)
+            o->devices[d] = d;
+    }
     if (o->noutputs > o->ninputs)
         return fail_usage("%s: more outputs than inputs (one output per --input, in order)",
                           o->outputs[o->ninputs]);
@@ -666,6 +690,7 @@ int main(int argc, char **argv) {
     int r = parse(argc, argv, &o);
     if (r == 1) return 0;
     if (r == 2) return 2;
+    if (r == 3) return 1;          /* --device all found no device */
     if (argc == 1) o.frames = 150; /* the default run: 5 s at 30 fps */
     return o.ndevices > 1 ? run_spread(&o) : run(&o);
 }

@@ -48,6 +48,26 @@ static void auto_without_gpu_is_cpu_and_cuda_is_refused(void **state) {
     fv_context_destroy(ctx);
 }
 
+/* fv_cuda_device_count: where it counts none, a CUDA context is refused;
+ * where it counts n, device n does not exist and the message says how many
+ * there are. */
+static void cuda_device_count_matches_what_contexts_find(void **state) {
+    (void)state;
+    FV_ASSERT_STATUS(fv_cuda_device_count(NULL), FV_ERR_BAD_PARAM, "count is NULL");
+    int n = -1;
+    FV_ASSERT_OK(fv_cuda_device_count(&n));
+    assert_true(n >= 0);
+    fv_context *ctx = NULL;
+    fv_context_desc d = {.backend = FV_BACKEND_CUDA, .device = n};
+    FV_ASSERT_STATUS(fv_context_create(&d, &ctx), FV_ERR_NO_DEVICE, "unusable");
+    assert_null(ctx);
+    if (n > 0) {
+        char want[64];
+        snprintf(want, sizeof want, "(%d device%s found)", n, n == 1 ? "" : "s");
+        assert_non_null(strstr(fv_last_error(), want));
+    }
+}
+
 static void bad_descriptors_are_refused(void **state) {
     fv_context *ctx = (fv_context *)1;
     fv_context_desc d = {.backend = (fv_backend)9};
@@ -396,6 +416,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cpu_context_reports_what_it_runs_on),
         cmocka_unit_test(auto_without_gpu_is_cpu_and_cuda_is_refused),
+        cmocka_unit_test(cuda_device_count_matches_what_contexts_find),
         cmocka_unit_test(bad_descriptors_are_refused),
         cmocka_unit_test(log_callback_gets_messages_up_to_its_level),
         cmocka_unit_test(pools_have_the_sizes_asked_for),

@@ -30,7 +30,9 @@
  *             inputs (2), a missing model or input (1, named); --device: a
  *             bad index or a device on the CPU backend (2), a missing CUDA
  *             device (1, named); lists: more devices than inputs, an empty
- *             entry, devices on the CPU backend (2).
+ *             entry, devices on the CPU backend (2); --device all: on the
+ *             CPU backend (2), with no CUDA device (1, said so), else a
+ *             worker a device up to the three inputs, each ok.
  * With a fourth argument "cuda" the runs use --backend cuda (exit 77 where no
  * GPU is usable): the segment run checks the GPU's overlays to the byte.
  * usage: test_infer_app classify|segment|ended|errors APP WORKDIR [cuda] */
@@ -569,6 +571,30 @@ static void infer_errors(void **state) {
     int ok = rc == 0 ? strstr(text, "\"device_index\":7,") != NULL
                      : rc == 1 && strstr(text, "CUDA device 7") != NULL;
     if (!ok) fail_msg("--device 7 --backend cuda: exit %d:\n%s", rc, text);
+    free(text);
+    /* --device all: every CUDA device, one worker each up to the inputs
+     * (three here); none: exit 1, said so; the CPU backend: refused */
+    char *allcpu[] = {(char *)app, "--backend", "cpu", "--device", "all", NULL};
+    assert_int_equal(run_app(allcpu, log), 2);
+    text = slurp(log);
+    if (!strstr(text, "--device all: the CPU backend has no devices"))
+        fail_msg("--backend cpu --device all: no reason given:\n%s", text);
+    free(text);
+    int devices = 0;
+    FV_ASSERT_OK(fv_cuda_device_count(&devices));
+    char *all[] = {(char *)app, "--device", "all",     "--frames", "2",       "--json", "--input",
+                   "test://",   "--input",  "test://", "--input",  "test://", NULL};
+    rc = run_app(all, log);
+    text = slurp(log);
+    const int want = devices < 3 ? devices : 3;
+    int summaries = 0;
+    for (const char *p = summary_of(text); p; p = summary_of(p + 1))
+        summaries++;
+    ok = devices == 0 ? rc == 1 && strstr(text, "--device all: no CUDA device found") != NULL
+                      : rc == 0 && summaries == want && count(text, "\"ok\":true") == want;
+    if (!ok)
+        fail_msg("--device all (%d CUDA devices): exit %d, %d summaries:\n%s", devices, rc,
+                 summaries, text);
     free(text);
 }
 

@@ -152,6 +152,16 @@ typedef struct fv_context_info {
  * FV_ERR_CUDA, FV_ERR_CUDNN. */
 fv_status fv_context_create(const fv_context_desc *desc, fv_context **out);
 
+/* How many CUDA devices this process sees: the indices 0 .. *count - 1 that
+ * fv_context_desc.device takes (cudaGetDeviceCount, after
+ * CUDA_VISIBLE_DEVICES). 0 with FV_OK where there is no GPU or no NVIDIA
+ * driver, and where this fovea was built without CUDA. A device counted may
+ * still be unusable (a GPU older than sm_53, none of this build's kernel
+ * images): fv_context_create on it fails and says why. Makes no context.
+ * Returns FV_ERR_BAD_PARAM (count NULL), FV_ERR_CUDA (the driver failed
+ * otherwise; *count is 0). */
+fv_status fv_cuda_device_count(int *count);
+
 /* Waits for the context's work, frees its pools and handles. NULL is allowed
  * (FV_OK). Every object made from the context (pools, tensors, conv2d ops,
  * filters, pipelines, frame buffers, nets, classify and segment ops, timers)

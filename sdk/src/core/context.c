@@ -375,6 +375,16 @@ fv_status fv_context_info_get(const fv_context *ctx, fv_context_info *info) {
     return FV_OK;
 }
 
+fv_status fv_cuda_device_count(int *count) {
+    FV_REQUIRE(count, FV_ERR_BAD_PARAM, "fv_cuda_device_count: count is NULL");
+    *count = 0;
+#if FV_BUILT_WITH_CUDA
+    return fv__cuda_device_count(count);
+#else
+    return FV_OK;
+#endif
+}
+
 fv_backend fv_context_backend(const fv_context *ctx) {
     return ctx ? ctx->backend : FV_BACKEND_AUTO;
 }

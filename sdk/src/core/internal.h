@@ -306,6 +306,8 @@ extern const fv__backend fv__backend_cuda;
 /* Whether a usable CUDA GPU exists (device index given); when not, reason
  * says why. Never sets the last error. */
 bool fv__cuda_usable(int device, char *reason, size_t reason_size);
+/* fv_cuda_device_count's CUDA part (count not NULL). */
+fv_status fv__cuda_device_count(int *count);
 /* cuDNN's sub-libraries loaded ahead on a helper thread, to overlap the
  * CUDA context's creation (backend/cuda/cudnn_preload.c): _start (in
  * fv__cuda_usable, once a GPU is found) starts it once per process; _wait

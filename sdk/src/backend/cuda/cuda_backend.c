@@ -43,6 +43,23 @@ fv_status fv__cuda_bind(const fv_context *ctx) {
 #define MIN_SM             53
 #define MIN_TENSOR_CORE_SM 70
 
+fv_status fv__cuda_device_count(int *count) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    *count = 0;
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) { /* none: no GPU, no driver */
+        (void)cudaGetLastError();
+        return FV_OK;
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return fv__error(FV_ERR_CUDA, "fv_cuda_device_count: cudaGetDeviceCount failed: %s (%s)",
+                         cudaGetErrorName(e), cudaGetErrorString(e));
+    }
+    *count = n;
+    return FV_OK;
+}
+
 bool fv__cuda_usable(int device, char *reason, size_t n) {
     int count = 0, major = 0, minor = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
