@@ -18,8 +18,9 @@
  * device listed twice shares its GPU, and one context may finish well
  * before the other: the rows of each then differ, the "all" row says what
  * the GPU did). Every context's last output (but copy's, which nothing
- * writes) is compared byte for byte with the lone run's, and with --io the net's output against
- * PyTorch's FP32 (rel L2 within 1e-2, CPU 1e-4); exit 1 when one differs or any call fails.
+ * writes) is compared byte for byte with the lone run's, and with --io the
+ * net's output against PyTorch's FP32 (rel L2 within 1e-2, CPU 1e-4); exit
+ * 1 when one differs or any call fails.
  *
  * A device may be listed twice (two contexts on one GPU share it: the rates
  * then show the sharing). --backend cpu runs the same harness on CPU
@@ -46,7 +47,7 @@ static const char *const work_names[WORKS] = {"edge", "net", "copy"};
 
 typedef struct dv_opts {
     int devices[MAX_CTX], ndev;
-    int work[3]; /* edge, net, copy: asked for */
+    int work[WORKS]; /* asked for, by WORK_* */
     fv_backend backend;
     int width, height, frames, iters, warmup, batch, size;
     fv_models_arch arch;
