@@ -208,7 +208,7 @@ int loop_keep_awake_init(app *a);
 void loop_keep_awake_free(app *a);
 /* Runs ticks until the frames, the duration, the inputs or a signal end
  * them. *end says why; returns 0, or 1 after printing an error. */
-int loop_run(app *a, volatile sig_atomic_t *stop, const char **end);
+int loop_run(app *a, atomic_int *stop, const char **end);
 
 /* ---- report.c --------------------------------------------------------------------- */
 #define LAT_SAMPLES 65536

@@ -83,7 +83,7 @@ static void keep_awake(app *a) {
     a->st->awake_runs++;
 }
 
-static int gather(app *a, int s, volatile sig_atomic_t *stop, int *all_ended) {
+static int gather(app *a, int s, atomic_int *stop, int *all_ended) {
     const options *o = a->o;
     int64_t first_ready = 0;
     *all_ended = 0;
@@ -116,7 +116,7 @@ static int gather(app *a, int s, volatile sig_atomic_t *stop, int *all_ended) {
             *all_ended = 1;
             break;
         }
-        if (*stop || (any && !wait)) break;
+        if (atomic_load(stop) || (any && !wait)) break;
         /* --sync waits until the camera counts as stalled instead */
         if (any && !o->sync && now - first_ready >= (int64_t)o->wait_ms * 1000000) break;
         int keep = !any && a->awake_host && a->inflight == 0;
@@ -305,7 +305,7 @@ static double now_s(void) {
     return (double)now_ns() * 1e-9;
 }
 
-int loop_run(app *a, volatile sig_atomic_t *stop, const char **end) {
+int loop_run(app *a, atomic_int *stop, const char **end) {
     const options *o = a->o;
     double t0 = now_s(), last = t0;
     long ticks = 0;
@@ -316,7 +316,7 @@ int loop_run(app *a, volatile sig_atomic_t *stop, const char **end) {
     *end = "done";
 #define OLDEST ((int)((ticks - a->inflight) % SLOTS))
     while (rc == 0) {
-        if (*stop) {
+        if (atomic_load(stop)) {
             *end = "interrupted";
             break;
         }

@@ -15,11 +15,16 @@
 #include "infer.h"
 #include "fv_cli.h"
 
-static volatile sig_atomic_t stop_requested;
-static volatile sig_atomic_t worker_failed; /* a spreading run's worker could not start */
+/* Set by the signal handler and by a spreading run's workers, read by
+ * every worker's loop: atomics (lock-free, so the handler may store them),
+ * not volatile sig_atomic_t, which threads may not share (ThreadSanitizer
+ * reported the race when one worker's failure stopped another). */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal handler stores an atomic_int");
+static atomic_int stop_requested;
+static atomic_int worker_failed; /* a spreading run's worker could not start */
 static void on_signal(int sig) {
     (void)sig;
-    stop_requested = 1;
+    atomic_store(&stop_requested, 1);
 }
 
 static void usage(FILE *f) {
@@ -562,7 +567,7 @@ static int run(options *o) {
     if (capture_group_init(&wk->grp) != 0) {
         fprintf(stderr, PROG ": %scannot make the capture lock\n", o->tag ? o->tag : "");
         free(wk);
-        if (o->ndevices > 1) worker_failed = stop_requested = 1;
+        if (o->ndevices > 1) atomic_store(&worker_failed, 1), atomic_store(&stop_requested, 1);
         return 1;
     }
     camera *cams = wk->cams;
@@ -598,7 +603,7 @@ static int run(options *o) {
     double t0 = (double)now_ns() * 1e-9;
     running = 1;
     rc = loop_run(a, &stop_requested, &end);
-    if (worker_failed && !strcmp(end, "interrupted"))
+    if (atomic_load(&worker_failed) && !strcmp(end, "interrupted"))
         end = "stopped: another device's worker failed";
     double secs = (double)now_ns() * 1e-9 - t0;
     long allocs = carve_outs(ctx) - carved;
@@ -618,7 +623,8 @@ static int run(options *o) {
 done:
     /* a spreading run: a worker whose set-up failed stops the others (a
      * wrong device or input fails the run now, not after Ctrl-C) */
-    if (!running && o->ndevices > 1) worker_failed = stop_requested = 1;
+    if (!running && o->ndevices > 1)
+        atomic_store(&worker_failed, 1), atomic_store(&stop_requested, 1);
     capture_stop(&wk->grp, cams, n);
     for (int i = 0; i < n; i++)
         fv_sink_close(cams[i].sink);
@@ -674,7 +680,7 @@ static int run_spread(const options *o) {
     for (; started < o->ndevices; started++)
         if (pthread_create(&th[started], NULL, spread_main, &jobs[started]) != 0) {
             fprintf(stderr, PROG ": cannot start the worker of device %d\n", o->devices[started]);
-            stop_requested = 1, rc = 1;
+            atomic_store(&stop_requested, 1), rc = 1;
             break;
         }
     for (int d = 0; d < started; d++) {
