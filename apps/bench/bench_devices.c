@@ -350,20 +350,17 @@ static int parse(int argc, char **argv, dv_opts *o, const char **devices) {
     }
     char buf[64];
     snprintf(buf, sizeof buf, "%s", work);
-    int given = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int given = 0, ok = strlen(work) < sizeof buf && work[0] && work[0] != ',' &&
+                        work[strlen(work) - 1] != ',' && !strstr(work, ",,");
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); ok && t;
+         t = strtok_r(NULL, ",", &save)) {
         int w = 0;
         while (w < WORKS && strcmp(t, work_names[w]))
             w++;
-        if (w == WORKS || o->work[w]) {
-            fprintf(stderr, PROG ": --work %s: give edge, copy and net, each once, in a list\n",
-                    work);
-            return -1;
-        }
-        o->work[w] = 1, given++;
+        ok = w < WORKS && !o->work[w];
+        if (ok) o->work[w] = 1, given++;
     }
-    if (!given || strlen(work) >= sizeof buf || work[strlen(work) - 1] == ',' ||
-        strstr(work, ",,")) {
+    if (!ok || !given) {
         fprintf(stderr, PROG ": --work %s: give edge, copy and net, each once, in a list\n", work);
         return -1;
     }

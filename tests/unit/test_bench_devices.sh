@@ -45,6 +45,7 @@ refused "needs --weights" --backend cpu --work net
 refused "give edge, copy and net, each once" --backend cpu --work edges
 refused "give edge, copy and net, each once" --backend cpu --work edge,edge
 refused "give edge, copy and net, each once" --backend cpu --work copy,
+refused "give edge, copy and net, each once" --backend cpu --work ,edge
 refused "give a whole number from 1" --backend cpu --work edge --frames 0
 refused "unknown option" --backend cpu --work edge --bogus
 refused "cannot" --backend cpu --work net --weights "$w/missing.fvw"
