@@ -103,6 +103,11 @@ static const char *summary_of(const char *text) {
     return strstr(text, "{\"type\":\"summary\"");
 }
 
+/* The line that starts at `at`, alone, into buf. */
+static void line_at(const char *at, char *buf, size_t n) {
+    snprintf(buf, n, "%.*s", (int)strcspn(at, "\n"), at);
+}
+
 /* How often needle occurs in s. */
 static int count(const char *s, const char *needle) {
     int n = 0;
@@ -330,11 +335,8 @@ static void infer_spread(void **state) {
     if (rc != 0 || !s1) fail_msg("fovea-infer exited %d without two summaries:\n%s", rc, text);
     /* the two summary lines alone (status lines may come between them) */
     char sums[2][8192];
-    const char *at[2] = {s0, s1};
-    for (int k = 0; k < 2; k++) {
-        size_t len = strcspn(at[k], "\n");
-        snprintf(sums[k], sizeof sums[k], "%.*s", (int)len, at[k]);
-    }
+    line_at(s0, sums[0], sizeof sums[0]);
+    line_at(s1, sums[1], sizeof sums[1]);
     if (summary_of(s1 + 1) || !strstr(sums[0], "\"ok\":true") || !strstr(sums[1], "\"ok\":true") ||
         !strstr(sums[0], "\"batches\":3,") || !strstr(sums[1], "\"batches\":3,") ||
         count(sums[0], "\"frames\":3,") + count(sums[1], "\"frames\":3,") != 3)
@@ -404,8 +406,8 @@ static void infer_spread_one_ends(void **state) {
     if (rc != 0 || !s1) fail_msg("fovea-infer exited %d without two summaries:\n%s", rc, text);
     /* the two summary lines alone; a: the live input's worker's */
     char a[8192], b[8192];
-    snprintf(a, sizeof a, "%.*s", (int)strcspn(s0, "\n"), s0);
-    snprintf(b, sizeof b, "%.*s", (int)strcspn(s1, "\n"), s1);
+    line_at(s0, a, sizeof a);
+    line_at(s1, b, sizeof b);
     if (!strstr(a, "test://?fps=200\"")) {
         char t[8192];
         memcpy(t, a, sizeof t), memcpy(a, b, sizeof a), memcpy(b, t, sizeof b);
